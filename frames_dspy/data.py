@@ -1,0 +1,344 @@
+"""FRAMES loading, reasoning types and seeded splits.
+
+``load_frames`` reads the benchmark from the Hugging Face hub (``google/frames-benchmark``) or
+from a local ``.tsv``/``.csv`` copy and returns ``dspy.Example`` objects. ``split_frames`` makes
+reproducible train/dev/test splits stratified by reasoning type. ``python -m frames_dspy.data``
+prints a summary of a dataset and, with a corpus, how much of it the corpus covers.
+"""
+
+from __future__ import annotations
+
+import argparse
+import csv
+import hashlib
+import json
+import logging
+import random
+import statistics
+import sys
+from collections import Counter, defaultdict
+from collections.abc import Iterable, Mapping, Sequence
+from pathlib import Path
+from typing import NamedTuple
+
+import dspy
+
+from frames_dspy.links import extract_links, link_title
+from frames_dspy.paths import HUB_DATASET, data_file, default_dataset
+
+logger = logging.getLogger(__name__)
+
+__all__ = [
+    "DatasetError",
+    "REASONING_TYPES",
+    "Splits",
+    "load_frames",
+    "dataset_fingerprint",
+    "split_frames",
+    "summarize",
+]
+
+# The five labels as the FRAMES file spells them; a row may carry several, joined by " | ".
+REASONING_TYPES = (
+    "Numerical reasoning",
+    "Tabular reasoning",
+    "Multiple constraints",
+    "Temporal reasoning",
+    "Post processing",
+)
+_REQUIRED = ("Prompt", "Answer", "reasoning_types")
+_ID_COLUMNS = ("id", "", "Unnamed: 0")
+
+
+class DatasetError(ValueError):
+    """A FRAMES file that cannot be used; the message names the file and what is wrong."""
+
+
+def _link_columns(columns: Iterable[str]) -> list[str]:
+    return [c for c in columns if c.startswith("wikipedia_link") or c == "wiki_links"]
+
+
+def _parse_types(cell: str | None) -> list[str]:
+    types = []
+    for part in (cell or "").split("|"):
+        name = " ".join(part.split())
+        if name and name not in types:
+            types.append(name)
+    return types
+
+
+def _rows_to_examples(rows: Iterable[Mapping[str, object]], columns: Sequence[str], origin: str):
+    missing = [c for c in _REQUIRED if c not in columns]
+    link_columns = _link_columns(columns)
+    if missing or not link_columns:
+        need = missing + ([] if link_columns else ["wikipedia_link_* or wiki_links"])
+        raise DatasetError(
+            f"{origin} lacks required column(s) {need}; found {list(columns)}. "
+            "Expected the FRAMES test.tsv layout "
+            "(Prompt, Answer, wikipedia_link_1.., reasoning_types)."
+        )
+    id_column = next((c for c in _ID_COLUMNS if c in columns), None)
+    examples: list[dspy.Example] = []
+    seen: dict[int, int] = {}
+    for position, row in enumerate(rows):
+        raw_id = row.get(id_column) if id_column is not None else None
+        try:
+            example_id = int(str(raw_id).strip()) if raw_id not in (None, "") else position
+        except ValueError:
+            raise DatasetError(
+                f"{origin}: row {position + 1} has a non-integer id {raw_id!r}"
+            ) from None
+        if example_id in seen:
+            raise DatasetError(
+                f"{origin}: id {example_id} appears twice (rows {seen[example_id] + 1} and "
+                f"{position + 1}); ids must be unique"
+            )
+        seen[example_id] = position
+        question = " ".join(str(row.get("Prompt") or "").split())
+        answer = str(row.get("Answer") or "").strip()
+        if not question or not answer:
+            raise DatasetError(
+                f"{origin}: row {position + 1} (id {example_id}) has an empty "
+                f"{'Prompt' if not question else 'Answer'}"
+            )
+        urls: list[str] = []
+        for column in link_columns:
+            for link in extract_links(str(row.get(column) or "")):
+                url = "https://" + link
+                if url not in urls:
+                    urls.append(url)
+        examples.append(
+            dspy.Example(
+                id=example_id,
+                question=question,
+                answer=answer,
+                gold_urls=urls,
+                gold_titles=[link_title(url) for url in urls],
+                reasoning_types=_parse_types(str(row.get("reasoning_types") or "")),
+            ).with_inputs("question")
+        )
+    if not examples:
+        raise DatasetError(f"{origin} holds a header but no rows")
+    return examples
+
+
+def _read_local(path: Path) -> list[dspy.Example]:
+    if not path.is_file():
+        raise DatasetError(
+            f"dataset file {str(path)!r} does not exist; pass a hub id ({HUB_DATASET!r}), a "
+            "local .tsv/.csv, or set FRAMES_DATA_DIR"
+        )
+    suffix = path.suffix.lower()
+    if suffix not in (".tsv", ".csv"):
+        raise DatasetError(f"dataset file {str(path)!r} must end in .tsv or .csv")
+    try:
+        text = path.read_text(encoding="utf-8-sig")
+    except UnicodeDecodeError as err:
+        raise DatasetError(
+            f"{path} is not UTF-8 text (byte {err.start}: {err.reason}); re-save it as UTF-8"
+        ) from err
+    if not text.strip():
+        raise DatasetError(f"dataset file {path} is empty")
+    reader = csv.DictReader(
+        text.splitlines(keepends=True), delimiter="\t" if suffix == ".tsv" else ","
+    )
+    columns = list(reader.fieldnames or [])
+    return _rows_to_examples(reader, columns, str(path))
+
+
+def load_frames(
+    source: str | Path = HUB_DATASET, *, revision: str | None = None
+) -> list[dspy.Example]:
+    """Load the FRAMES questions.
+
+    Args:
+        source: A Hugging Face dataset id (loaded with ``datasets``; needs internet the first
+            time) or a local ``.tsv``/``.csv`` file in the hub's ``test.tsv`` layout.
+        revision: A hub commit, tag or branch to pin; ignored for local files.
+
+    Returns:
+        One ``dspy.Example`` per row with input ``question`` and labels ``answer``, ``id``,
+        ``gold_urls`` (normalised, de-duplicated), ``gold_titles`` and ``reasoning_types``.
+
+    Raises:
+        DatasetError: the file is missing, empty, not UTF-8, lacks columns or repeats an id.
+    """
+    text = str(source)
+    if Path(text).suffix.lower() in (".tsv", ".csv") or Path(text).exists():
+        return _read_local(Path(text).expanduser())
+    try:
+        import datasets
+    except ImportError as err:  # pragma: no cover - datasets is a hard dependency
+        raise ImportError("loading from the hub needs `pip install datasets`") from err
+    logger.info("loading %s (revision %s) from the Hugging Face hub", text, revision or "default")
+    table = datasets.load_dataset(text, revision=revision, split="test")
+    return _rows_to_examples(table, list(table.column_names), f"hub dataset {text}")
+
+
+def dataset_fingerprint(examples: Sequence[dspy.Example]) -> str:
+    """A sha256 over ids, questions and answers: recorded in every run's config."""
+    digest = hashlib.sha256()
+    for ex in examples:
+        digest.update(f"{ex.id}\0{ex.question}\0{ex.answer}\0".encode())
+    return digest.hexdigest()
+
+
+class Splits(NamedTuple):
+    """Disjoint train/dev/test lists of examples."""
+
+    train: list[dspy.Example]
+    dev: list[dspy.Example]
+    test: list[dspy.Example]
+
+    @property
+    def sizes(self) -> dict[str, int]:
+        return {"train": len(self.train), "dev": len(self.dev), "test": len(self.test)}
+
+
+def _count(value: int | float, total: int, name: str) -> int:
+    if isinstance(value, float) and 0 <= value < 1:
+        return round(value * total)
+    if isinstance(value, int | float) and value >= 0 and float(value).is_integer():
+        return int(value)
+    raise ValueError(f"{name}={value!r} must be a count (int >= 0) or a fraction in [0, 1)")
+
+
+def split_frames(
+    examples: Sequence[dspy.Example], *, train: int | float, dev: int | float, seed: int = 0
+) -> Splits:
+    """Seeded train/dev/test split, stratified by the set of reasoning types.
+
+    Each stratum is shuffled with ``random.Random(seed)`` and its members are spread evenly over
+    the ordering, so every prefix (train, then dev) holds each stratum in proportion; the rest
+    is test. The same seed and input always give the same split.
+
+    Args:
+        examples: The full list (not modified).
+        train: Number (int) or fraction (float < 1) of examples for training.
+        dev: Number or fraction for development (optimizer validation).
+        seed: Seed for the shuffle; record it with the run.
+    """
+    total = len(examples)
+    n_train, n_dev = _count(train, total, "train"), _count(dev, total, "dev")
+    if n_train + n_dev > total:
+        raise ValueError(f"train ({n_train}) + dev ({n_dev}) exceed the {total} examples available")
+    rng = random.Random(seed)
+    strata: dict[tuple[str, ...], list[dspy.Example]] = defaultdict(list)
+    for ex in sorted(examples, key=lambda e: e.id):
+        strata[tuple(sorted(ex.reasoning_types))].append(ex)
+    keyed = []
+    for key in sorted(strata):
+        members = strata[key]
+        rng.shuffle(members)
+        offset = rng.random()
+        keyed.extend(((i + offset) / len(members), ex.id, ex) for i, ex in enumerate(members))
+    ordered = [ex for _, _, ex in sorted(keyed, key=lambda t: (t[0], t[1]))]
+    return Splits(ordered[:n_train], ordered[n_train : n_train + n_dev], ordered[n_train + n_dev :])
+
+
+def summarize(examples: Sequence[dspy.Example], store=None) -> dict:
+    """Counts that describe a dataset and, given an ArticleStore, its corpus coverage."""
+    types = Counter(t for ex in examples for t in ex.reasoning_types)
+    per_question = [len(ex.gold_urls) for ex in examples]
+    unique_links = sorted({url for ex in examples for url in ex.gold_urls})
+    summary: dict = {
+        "rows": len(examples),
+        "reasoning_types": dict(types.most_common()),
+        "articles_per_question": {
+            "min": min(per_question),
+            "median": statistics.median(per_question),
+            "mean": round(statistics.fmean(per_question), 3),
+            "max": max(per_question),
+            "histogram": dict(sorted(Counter(per_question).items())),
+        },
+        "unique_links": len(unique_links),
+    }
+    if store is not None:
+        resolved = {url for url in unique_links if store.resolve(url) is not None}
+        covered = [ex for ex in examples if all(url in resolved for url in ex.gold_urls)]
+        summary["corpus"] = {
+            "articles": len(store),
+            "links_resolved": len(resolved),
+            "link_coverage": round(len(resolved) / len(unique_links), 4),
+            "questions_fully_covered": len(covered),
+            "questions_not_fully_covered": sorted(
+                ex.id for ex in examples if any(url not in resolved for url in ex.gold_urls)
+            ),
+        }
+    return summary
+
+
+def _print_summary(summary: dict) -> None:
+    print(f"rows: {summary['rows']}")
+    print("reasoning types:")
+    for name, count in summary["reasoning_types"].items():
+        print(f"  {name:<22} {count:>5}")
+    apq = summary["articles_per_question"]
+    print(
+        f"articles per question: min {apq['min']}, median {apq['median']}, "
+        f"mean {apq['mean']}, max {apq['max']}"
+    )
+    print(f"unique normalised links: {summary['unique_links']}")
+    if "corpus" in summary:
+        c = summary["corpus"]
+        print(f"corpus articles: {c['articles']}")
+        print(
+            f"links with an article: {c['links_resolved']} / {summary['unique_links']} "
+            f"({c['link_coverage']:.1%})"
+        )
+        print(
+            f"questions with every article present: {c['questions_fully_covered']} / "
+            f"{summary['rows']}"
+        )
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    from frames_dspy.corpus import CorpusError, default_aliases, load_corpus
+
+    parser = argparse.ArgumentParser(
+        prog="python -m frames_dspy.data",
+        description="Summarise the FRAMES dataset and, with a corpus, how much of it is covered.",
+    )
+    parser.add_argument(
+        "--dataset",
+        default=default_dataset(),
+        help="hub id or local .tsv/.csv (default: the CSV under $FRAMES_DATA_DIR, else the hub: "
+        "%(default)s)",
+    )
+    parser.add_argument("--revision", default=None, help="hub revision to pin (hub ids only)")
+    parser.add_argument(
+        "--corpus",
+        default=None,
+        help="articles as JSONL(.gz) to measure link coverage (e.g. frames_wiki/pages.jsonl.gz; "
+        "'default' = the one under $FRAMES_DATA_DIR)",
+    )
+    parser.add_argument(
+        "--aliases",
+        default=None,
+        help="link -> page_id TSV for redirects "
+        "(default: frames_link_to_page.tsv beside the corpus)",
+    )
+    parser.add_argument("--json", action="store_true", help="print one JSON object")
+    args = parser.parse_args(argv)
+    try:
+        examples = load_frames(args.dataset, revision=args.revision)
+        store = None
+        if args.corpus:
+            corpus = data_file("corpus") if args.corpus == "default" else Path(args.corpus)
+            if corpus is None:
+                parser.error("--corpus default needs FRAMES_DATA_DIR to be set")
+            store = load_corpus(corpus, aliases=args.aliases or default_aliases(corpus))
+    except (DatasetError, CorpusError) as err:
+        print(f"error: {err}", file=sys.stderr)
+        return 2
+    summary = summarize(examples, store)
+    summary["dataset"] = str(args.dataset)
+    if args.json:
+        print(json.dumps(summary))
+    else:
+        _print_summary(summary)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,46 @@
+"""Shared test set-up: an isolated DSPy cache, clean DSPy settings, and the data folder.
+
+DSPY_CACHEDIR must be set before dspy is first imported, so a cached answer from an earlier run
+can never hide a broken code path.
+"""
+
+from __future__ import annotations
+
+import os
+import tempfile
+from pathlib import Path
+
+_TMP_ROOT = Path(tempfile.mkdtemp(prefix="frames-dspy-tests-"))
+os.environ["DSPY_CACHEDIR"] = str(_TMP_ROOT / "dspy-cache")
+# Indexes and run folders go to a throwaway cache; the assembled model file is kept in the
+# user's model cache (FRAMES_DSPY_MODEL_DIR) because re-assembling 0.5 GB per run is waste.
+os.environ["FRAMES_DSPY_CACHE"] = str(_TMP_ROOT / "cache")
+
+import dspy  # noqa: E402
+import pytest  # noqa: E402
+
+REPO = Path(__file__).resolve().parents[1]
+FIXTURES = Path(__file__).parent / "fixtures"
+_SHARED = REPO.parent / "shared" / "data" / "raw"
+if "FRAMES_DATA_DIR" not in os.environ and _SHARED.is_dir():
+    os.environ["FRAMES_DATA_DIR"] = str(_SHARED)
+
+
+@pytest.fixture(autouse=True)
+def _clean_dspy_settings():
+    """Each test starts with no LM configured and leaves none behind."""
+    with dspy.context(lm=None, adapter=None):
+        yield
+
+
+@pytest.fixture(scope="session")
+def data_dir() -> Path:
+    """The real FRAMES data folder; tests marked ``real`` fail loudly if it is absent."""
+    value = os.environ.get("FRAMES_DATA_DIR")
+    if not value or not Path(value).is_dir():
+        pytest.fail(
+            "real-data tests need FRAMES_DATA_DIR pointing at a folder laid out like "
+            "shared/data/raw (frames/, frames_wiki/, distractor_wiki_summaries/); "
+            "run `pytest -m 'not real'` for the offline suite only"
+        )
+    return Path(value)
