@@ -367,7 +367,9 @@ def fetch_articles(
                     f"{len(done)} article(s) are cached in {cache} and will not be fetched again"
                 ) from error
             pause = (
-                float(retry_after) if retry_after and retry_after.isdigit() else backoff**attempt
+                float(retry_after)
+                if retry_after and retry_after.isdigit()
+                else backoff * 2**attempt
             )
             logger.warning("retrying %s in %.1fs after: %s", link, pause, error)
             time.sleep(pause)

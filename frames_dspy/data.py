@@ -11,6 +11,7 @@ from __future__ import annotations
 import argparse
 import csv
 import hashlib
+import io
 import json
 import logging
 import random
@@ -48,6 +49,7 @@ REASONING_TYPES = (
 )
 _REQUIRED = ("Prompt", "Answer", "reasoning_types")
 _ID_COLUMNS = ("id", "", "Unnamed: 0")
+_FILE_SUFFIXES = (".tsv", ".csv", ".json", ".jsonl", ".gz", ".parquet", ".txt", ".xlsx")
 
 
 class DatasetError(ValueError):
@@ -140,7 +142,7 @@ def _read_local(path: Path) -> list[dspy.Example]:
     if not text.strip():
         raise DatasetError(f"dataset file {path} is empty")
     reader = csv.DictReader(
-        text.splitlines(keepends=True), delimiter="\t" if suffix == ".tsv" else ","
+        io.StringIO(text, newline=""), delimiter="\t" if suffix == ".tsv" else ","
     )
     columns = list(reader.fieldnames or [])
     return _rows_to_examples(reader, columns, str(path))
@@ -164,7 +166,8 @@ def load_frames(
         DatasetError: the file is missing, empty, not UTF-8, lacks columns or repeats an id.
     """
     text = str(source)
-    if Path(text).suffix.lower() in (".tsv", ".csv") or Path(text).exists():
+    # Anything with a file suffix is a local path (so a typo fails here, not on the network).
+    if Path(text).suffix.lower() in _FILE_SUFFIXES or Path(text).expanduser().exists():
         return _read_local(Path(text).expanduser())
     try:
         import datasets
@@ -196,11 +199,12 @@ class Splits(NamedTuple):
 
 
 def _count(value: int | float, total: int, name: str) -> int:
-    if isinstance(value, float) and 0 <= value < 1:
+    # A float is always a fraction (1.0 = everything); an int is always a count.
+    if isinstance(value, float) and 0 <= value <= 1:
         return round(value * total)
-    if isinstance(value, int | float) and value >= 0 and float(value).is_integer():
-        return int(value)
-    raise ValueError(f"{name}={value!r} must be a count (int >= 0) or a fraction in [0, 1)")
+    if isinstance(value, int) and not isinstance(value, bool) and value >= 0:
+        return value
+    raise ValueError(f"{name}={value!r} must be a count (int >= 0) or a fraction (float in [0, 1])")
 
 
 def split_frames(
@@ -214,7 +218,7 @@ def split_frames(
 
     Args:
         examples: The full list (not modified).
-        train: Number (int) or fraction (float < 1) of examples for training.
+        train: Number (int) or fraction (float in [0, 1]) of examples for training.
         dev: Number or fraction for development (optimizer validation).
         seed: Seed for the shuffle; record it with the run.
     """

@@ -43,7 +43,8 @@ def extract_links(cell: str | None) -> list[str]:
         try:
             pieces = [str(item) for item in ast.literal_eval(cell.strip())]
         except (ValueError, SyntaxError):
-            pieces = [cell]
+            # A torn list literal: split on the quote-comma-quote separators instead.
+            pieces = [p.strip("[]'\" ") for p in re.split(r"['\"]\s*,\s*['\"]", cell)]
     found: list[str] = []
     for raw in (match for piece in pieces for match in _LINK_RE.findall(piece)):
         link = normalize_link(raw)
@@ -90,7 +91,7 @@ def normalize_link(url: str) -> str | None:
     if not title:
         return None
     title = title[0].upper() + title[1:]
-    if title.split(":", 1)[0] in _NON_ARTICLE_NAMESPACES:
+    if ":" in title and title.split(":", 1)[0] in _NON_ARTICLE_NAMESPACES:
         return None
     return f"{host}/wiki/{title}"
 
