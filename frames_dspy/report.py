@@ -1,0 +1,292 @@
+"""Turning a run folder into numbers, tables and plots.
+
+Shared by ``python -m frames_dspy.evaluate``, ``python -m optimize.compile`` and the notebooks,
+so every view of a run is computed one way. A run folder holds ``predictions.jsonl`` with one
+JSON object per question x condition (see ``frames_dspy.evaluate``).
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import math
+from collections.abc import Iterable
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+
+logger = logging.getLogger(__name__)
+
+__all__ = [
+    "PAPER_ACCURACY",
+    "CONDITION_ORDER",
+    "read_predictions",
+    "predictions_frame",
+    "wilson_interval",
+    "summarize_run",
+    "table3_markdown",
+    "accuracy_by_reasoning_type",
+    "accuracy_by_article_count",
+    "failure_breakdown",
+    "plot_accuracy_by_type",
+    "plot_recall_by_round",
+    "write_reports",
+]
+
+CONDITION_ORDER = ["naive", "bm25-2", "bm25-4", "oracle", "multistep-vanilla", "multistep-planning"]
+
+#: Gemini-Pro-1.5-0514 accuracy on all 824 questions, as reported in the FRAMES paper
+#: (naive prompt, BM25-R with 4 documents, oracle prompt, multi-step retrieval with search
+#: planning at 5 rounds x 5 queries x 10 documents). Conditions without a figure here show "—".
+PAPER_ACCURACY = {
+    "naive": 0.408,
+    "bm25-4": 0.474,
+    "oracle": 0.729,
+    "multistep-planning": 0.66,
+}
+
+
+def read_predictions(path: str | Path) -> list[dict[str, Any]]:
+    """Records of a ``predictions.jsonl``; a torn last line (killed writer) is ignored."""
+    path = Path(path)
+    if not path.is_file():
+        return []
+    records = []
+    lines = path.read_text(encoding="utf-8").splitlines()
+    for lineno, line in enumerate(lines, start=1):
+        if not line.strip():
+            continue
+        try:
+            records.append(json.loads(line))
+        except json.JSONDecodeError:
+            if lineno == len(lines):
+                logger.warning("ignoring an incomplete last line in %s", path)
+            else:
+                raise ValueError(f"{path}: line {lineno} is not valid JSON") from None
+    return records
+
+
+def predictions_frame(run: str | Path | Iterable[dict[str, Any]]) -> pd.DataFrame:
+    """A DataFrame of a run's predictions (a run folder, a jsonl path, or records)."""
+    if isinstance(run, str | Path):
+        path = Path(run)
+        records = read_predictions(path / "predictions.jsonl" if path.is_dir() else path)
+    else:
+        records = list(run)
+    frame = pd.DataFrame.from_records(records)
+    if not frame.empty and "condition" in frame:
+        order = [c for c in CONDITION_ORDER if c in set(frame["condition"])]
+        order += sorted(set(frame["condition"]) - set(order))
+        frame["condition"] = pd.Categorical(frame["condition"], categories=order, ordered=True)
+    return frame
+
+
+def wilson_interval(successes: int, n: int, z: float = 1.96) -> tuple[float, float]:
+    """The Wilson score interval for a proportion (95% by default); (nan, nan) when n is 0."""
+    if n == 0:
+        return (math.nan, math.nan)
+    p = successes / n
+    denom = 1 + z * z / n
+    centre = (p + z * z / (2 * n)) / denom
+    half = z * math.sqrt(p * (1 - p) / n + z * z / (4 * n * n)) / denom
+    return (max(0.0, centre - half), min(1.0, centre + half))
+
+
+def _mean(values: Iterable[float | None]) -> float | None:
+    kept = [v for v in values if v is not None and not (isinstance(v, float) and math.isnan(v))]
+    return sum(kept) / len(kept) if kept else None
+
+
+def _recall_by_round(recalls: Iterable[list[float] | None]) -> list[float]:
+    rows = [r for r in recalls if isinstance(r, list) and r]
+    if not rows:
+        return []
+    depth = max(len(r) for r in rows)
+    # A run that stopped early keeps its last recall for the remaining rounds.
+    padded = [r + [r[-1]] * (depth - len(r)) for r in rows]
+    return [sum(r[i] for r in padded) / len(padded) for i in range(depth)]
+
+
+def summarize_run(frame: pd.DataFrame) -> dict[str, dict[str, Any]]:
+    """Per condition: accuracy with a 95% interval, n, judge and program errors, recall per
+    round, tokens and LM calls per question.
+
+    Accuracy counts a judge error or a program error as not correct (so n is every question
+    tried); ``accuracy_judged`` leaves judge errors out, for comparison.
+    """
+    summary: dict[str, dict[str, Any]] = {}
+    if frame.empty:
+        return summary
+    for condition, group in frame.groupby("condition", observed=True):
+        n = len(group)
+        correct = int((group["correct"] == True).sum())  # noqa: E712 - None must not count
+        judge_errors = int(group["judge_method"].eq("judge_error").sum())
+        program_errors = int(group["error"].notna().sum()) if "error" in group else 0
+        low, high = wilson_interval(correct, n)
+        judged = n - judge_errors
+        tokens = group["prompt_tokens"].fillna(0) + group["completion_tokens"].fillna(0)
+        summary[str(condition)] = {
+            "n": n,
+            "correct": correct,
+            "accuracy": correct / n if n else None,
+            "ci95": [low, high],
+            "accuracy_judged": correct / judged if judged else None,
+            "judge_errors": judge_errors,
+            "program_errors": program_errors,
+            "judge_calls": int(group["judge_method"].isin(["judge", "judge_error"]).sum()),
+            "recall_by_round": _recall_by_round(group.get("recall", pd.Series(dtype=object))),
+            "tokens_per_question": float(tokens.mean()),
+            "prompt_tokens_per_question": float(group["prompt_tokens"].fillna(0).mean()),
+            "lm_calls_per_question": float(group["lm_calls"].fillna(0).mean()),
+            "query_repetition_rate": _mean(group.get("query_repetition_rate", [])),
+            "seconds_per_question": float(group["seconds"].mean()),
+        }
+    return summary
+
+
+def _fmt(value: float | None, digits: int = 3) -> str:
+    return (
+        "—"
+        if value is None or (isinstance(value, float) and math.isnan(value))
+        else f"{value:.{digits}f}"
+    )
+
+
+def table3_markdown(summary: dict[str, dict[str, Any]], *, model: str = "") -> str:
+    """The paper's Table 3 shape: accuracy per setup, ours beside Gemini-Pro-1.5's."""
+    lines = [
+        f"| condition | n | accuracy ({model or 'this run'}) | 95% CI | judge errors | "
+        "final recall | tokens/q | LM calls/q | paper (Gemini-Pro-1.5) |",
+        "|---|---:|---:|---|---:|---:|---:|---:|---:|",
+    ]
+    names = [c for c in CONDITION_ORDER if c in summary] + sorted(
+        set(summary) - set(CONDITION_ORDER)
+    )
+    for name in names:
+        row = summary[name]
+        recall = row["recall_by_round"][-1] if row["recall_by_round"] else None
+        low, high = row["ci95"]
+        lines.append(
+            f"| {name} | {row['n']} | {_fmt(row['accuracy'])} | "
+            f"[{_fmt(low, 2)}, {_fmt(high, 2)}] | {row['judge_errors']} | {_fmt(recall)} | "
+            f"{row['tokens_per_question']:.0f} | {row['lm_calls_per_question']:.1f} | "
+            f"{_fmt(PAPER_ACCURACY.get(name))} |"
+        )
+    return "\n".join(lines) + "\n"
+
+
+def _pivot_accuracy(frame: pd.DataFrame, column: str) -> pd.DataFrame:
+    table = frame.assign(correct_=frame["correct"].eq(True).astype(float)).pivot_table(
+        index=column, columns="condition", values="correct_", aggfunc="mean", observed=True
+    )
+    counts = frame.groupby(column, observed=True)["id"].nunique()
+    table.insert(0, "questions", counts)
+    return table
+
+
+def accuracy_by_reasoning_type(frame: pd.DataFrame) -> pd.DataFrame:
+    """Accuracy per reasoning type (rows) and condition (columns); a question counts once per
+    type it carries."""
+    exploded = frame.explode("reasoning_types").rename(
+        columns={"reasoning_types": "reasoning_type"}
+    )
+    return _pivot_accuracy(exploded, "reasoning_type")
+
+
+def accuracy_by_article_count(frame: pd.DataFrame) -> pd.DataFrame:
+    """Accuracy by the number of gold articles a question links (2, 3, 4, 5, 6+)."""
+    bins = frame["n_gold"].clip(upper=6).map(lambda n: "6+" if n >= 6 else str(int(n)))
+    return _pivot_accuracy(frame.assign(gold_articles=bins), "gold_articles")
+
+
+def failure_breakdown(frame: pd.DataFrame) -> pd.DataFrame:
+    """Each wrong answer as a retrieval miss (some gold article never reached the context) or
+    a reasoning miss (every gold article the corpus has was in context, still wrong).
+
+    Naive has no context, so all its failures count as retrieval misses; rows whose gold
+    articles are all absent from the corpus are ``no gold in corpus``.
+    """
+    wrong = frame[frame["correct"] != True].copy()  # noqa: E712
+
+    def kind(row) -> str:
+        if row.get("judge_method") == "judge_error":
+            return "judge error"
+        recall = row.get("recall")
+        if not isinstance(recall, list):
+            return "no gold in corpus"
+        if not recall:
+            return "retrieval miss"
+        return "reasoning miss" if recall[-1] >= 1.0 else "retrieval miss"
+
+    wrong["failure"] = wrong.apply(kind, axis=1)
+    return wrong
+
+
+def plot_accuracy_by_type(frame: pd.DataFrame, path: str | Path | None = None):
+    """Grouped bars: accuracy per reasoning type, one bar per condition. Returns the figure."""
+    import matplotlib
+
+    matplotlib.use("Agg", force=False)
+    import matplotlib.pyplot as plt
+
+    table = accuracy_by_reasoning_type(frame).drop(columns="questions")
+    fig, ax = plt.subplots(figsize=(9, 4.5))
+    table.plot.bar(ax=ax, width=0.8)
+    ax.set_xlabel("reasoning type")
+    ax.set_ylabel("accuracy (autorater)")
+    ax.set_ylim(0, 1)
+    ax.set_title("Accuracy by reasoning type and condition")
+    ax.legend(title="condition", fontsize="small")
+    ax.tick_params(axis="x", rotation=20)
+    fig.tight_layout()
+    if path is not None:
+        fig.savefig(path, dpi=120)
+        plt.close(fig)
+    return fig
+
+
+def plot_recall_by_round(summary: dict[str, dict[str, Any]], path: str | Path | None = None):
+    """Mean gold-article recall after each retrieval round, one line per condition."""
+    import matplotlib
+
+    matplotlib.use("Agg", force=False)
+    import matplotlib.pyplot as plt
+
+    fig, ax = plt.subplots(figsize=(7, 4))
+    for name, row in summary.items():
+        recall = row.get("recall_by_round") or []
+        if recall:
+            ax.plot(range(1, len(recall) + 1), recall, marker="o", label=name)
+    ax.set_xlabel("retrieval round")
+    ax.set_ylabel("gold-article recall")
+    ax.set_ylim(0, 1)
+    ax.set_title("Gold articles in context after each round")
+    ax.xaxis.get_major_locator().set_params(integer=True)
+    if ax.get_legend_handles_labels()[0]:
+        ax.legend(title="condition", fontsize="small")
+    fig.tight_layout()
+    if path is not None:
+        fig.savefig(path, dpi=120)
+        plt.close(fig)
+    return fig
+
+
+def write_reports(run_dir: str | Path, *, model: str = "") -> dict[str, dict[str, Any]]:
+    """Write ``summary.json``, ``table.md``, per-type and per-article-count tables and plots."""
+    run_dir = Path(run_dir)
+    frame = predictions_frame(run_dir)
+    summary = summarize_run(frame)
+    (run_dir / "summary.json").write_text(json.dumps(summary, indent=2), encoding="utf-8")
+    if frame.empty:
+        return summary
+    (run_dir / "table.md").write_text(table3_markdown(summary, model=model), encoding="utf-8")
+    (run_dir / "by_reasoning_type.md").write_text(
+        accuracy_by_reasoning_type(frame).round(3).to_markdown() + "\n", encoding="utf-8"
+    )
+    (run_dir / "by_article_count.md").write_text(
+        accuracy_by_article_count(frame).round(3).to_markdown() + "\n", encoding="utf-8"
+    )
+    plot_accuracy_by_type(frame, run_dir / "accuracy_by_reasoning_type.png")
+    plot_recall_by_round(summary, run_dir / "recall_by_round.png")
+    return summary

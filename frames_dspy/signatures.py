@@ -1,0 +1,105 @@
+"""DSPy signatures: answering, the two query-generation prompts, and the autorater.
+
+The FRAMES paper describes its prompts but does not print them. Everything below is our own
+reconstruction from that description: the vanilla prompt just asks for search queries; the
+search-planning prompt adds worked examples of useful query sequences (written here, not taken
+from FRAMES questions), forbids repeating an earlier query and asks the model to plan step by
+step before it writes the queries. The autorater follows the paper's description of its judge:
+decide whether the response carries the meaning and vital facts of the gold answer.
+"""
+
+from __future__ import annotations
+
+from typing import Literal
+
+import dspy
+
+__all__ = [
+    "AnswerFromKnowledge",
+    "AnswerWithContext",
+    "GenerateQueries",
+    "PlanQueries",
+    "JudgeAnswer",
+]
+
+
+class AnswerFromKnowledge(dspy.Signature):
+    """Answer the question from what you know. Questions may need several facts combined,
+    arithmetic, dates or comparisons; work them out, then give one short, final answer (a
+    name, number, date or short phrase), not a refusal."""
+
+    question: str = dspy.InputField(desc="a question that may need several facts combined")
+    answer: str = dspy.OutputField(desc="the short final answer")
+
+
+class AnswerWithContext(dspy.Signature):
+    """Answer the question using the Wikipedia articles given as context, combining facts from
+    several articles where needed (arithmetic, dates, comparisons, counting). If the articles
+    do not settle it, give your best answer from what you know. Reply with one short, final
+    answer (a name, number, date or short phrase), not a refusal."""
+
+    context: str = dspy.InputField(desc="Wikipedia articles, each headed by its title")
+    question: str = dspy.InputField(desc="a question that may need several facts combined")
+    answer: str = dspy.OutputField(desc="the short final answer")
+
+
+class GenerateQueries(dspy.Signature):
+    """Write search queries for a keyword (BM25) search engine over Wikipedia articles. The
+    queries should find the articles that are still missing for answering the question: name
+    the people, places, works, events or lists the question depends on. Each query is a few
+    keywords, not a sentence and not an answer."""
+
+    question: str = dspy.InputField(desc="the question to be answered")
+    found: str = dspy.InputField(desc="articles already retrieved: titles and opening lines")
+    past_queries: list[str] = dspy.InputField(desc="queries already sent in earlier rounds")
+    n_queries: int = dspy.InputField(desc="how many queries to write")
+    queries: list[str] = dspy.OutputField(desc="the new search queries, keywords only")
+
+
+class PlanQueries(dspy.Signature):
+    """Plan a search over Wikipedia for a question that needs facts from several articles,
+    then write search queries for a keyword (BM25) search engine.
+
+    Think step by step: break the question into the facts it needs, note which of them the
+    articles already found provide, and aim the queries at the facts still missing. Each step
+    usually names an entity that the previous step revealed. Never repeat an earlier query:
+    a repeated query returns nothing new. Each query is a few keywords, not a sentence.
+
+    Examples of useful query sequences:
+    - "Which river flows through the capital of the country where the inventor of the
+      telephone was born?" -> round 1: "Alexander Graham Bell birthplace"; round 2:
+      "capital of Scotland Edinburgh"; round 3: "Water of Leith river Edinburgh".
+    - "How many years passed between the founding of the university attended by the author
+      of Dracula and the novel's publication?" -> round 1: "Bram Stoker education
+      university"; round 2: "Trinity College Dublin founded"; round 3: "Dracula novel 1897
+      publication".
+    - "Which team won the league in the year the tallest building in Chicago was completed?"
+      -> round 1: "tallest building in Chicago"; round 2: "Willis Tower completion 1973";
+      round 3: "1973 season champions league".
+    """
+
+    question: str = dspy.InputField(desc="the question to be answered")
+    found: str = dspy.InputField(desc="articles already retrieved: titles and opening lines")
+    past_queries: list[str] = dspy.InputField(desc="queries already sent; never repeat one")
+    n_queries: int = dspy.InputField(desc="how many queries to write")
+    plan: str = dspy.OutputField(desc="the facts still missing and how to reach them, briefly")
+    queries: list[str] = dspy.OutputField(desc="the new search queries, keywords only")
+
+
+class JudgeAnswer(dspy.Signature):
+    """Judge whether a response to a question is correct, given the ground-truth answer.
+
+    The response is correct when it carries the meaning and the vital facts of the ground
+    truth, even if it is worded differently, is longer, or adds details that do not contradict
+    it. Numbers must match in substance (formatting and units may differ); dates must name the
+    same day, month or year as the ground truth requires. A response that hedges between
+    several answers, contradicts the ground truth or misses its key fact is incorrect. First
+    explain briefly, then decide."""
+
+    question: str = dspy.InputField()
+    gold_answer: str = dspy.InputField(desc="the ground-truth answer")
+    response: str = dspy.InputField(desc="the answer being judged")
+    explanation: str = dspy.OutputField(desc="one or two sentences comparing the two")
+    decision: Literal["TRUE", "FALSE"] = dspy.OutputField(
+        desc="TRUE if the response carries the ground truth's meaning, else FALSE"
+    )

@@ -1,0 +1,544 @@
+"""Tests for frames_dspy.evaluate: run folders, resuming, bad input, and a whole tiny run.
+
+The LMs are always DummyLMs: injected into ``run_evaluation``, or put in place of
+``frames_dspy.lm.make_lm`` when going through ``main()``. The data is
+``tests/fixtures/eval_frames.csv`` (3 questions) and ``tests/fixtures/eval_corpus.jsonl``
+(9 articles), copied to a temporary folder so no alias table or distractor file is picked up.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import time
+from collections import Counter
+from pathlib import Path
+
+import dspy
+import pytest
+from dspy.utils.dummies import DummyLM
+
+from frames_dspy import evaluate
+from frames_dspy.corpus import load_corpus
+from frames_dspy.data import dataset_fingerprint, load_frames
+from frames_dspy.evaluate import EvalConfig, RunFolder, run_evaluation
+from frames_dspy.programs import CONDITIONS, Naive, save_program
+
+FIXTURES = Path(__file__).parent / "fixtures"
+REPO = Path(__file__).resolve().parents[1]
+ALL = list(CONDITIONS)
+
+
+@pytest.fixture
+def data(tmp_path) -> dict[str, Path]:
+    folder = tmp_path / "data"
+    folder.mkdir()
+    paths = {}
+    for key, name in (("dataset", "eval_frames.csv"), ("corpus", "eval_corpus.jsonl")):
+        paths[key] = folder / name
+        shutil.copy(FIXTURES / name, paths[key])
+    return paths
+
+
+def program_lm() -> DummyLM:
+    """Answers every question "Novak Djokovic"; writes two queries per query step."""
+    return DummyLM(
+        {
+            "`[[ ## plan ## ]]`": {
+                "plan": "find the missing entities",
+                "queries": ["Edinburgh capital of Scotland", "Trinity College Dublin founded"],
+            },
+            "`[[ ## queries ## ]]`": {"queries": ["Dracula novel 1897", "MLS Cup 2021"]},
+            "`[[ ## answer ## ]]`": {"answer": "Novak Djokovic"},
+        }
+    )
+
+
+def judge() -> DummyLM:
+    return DummyLM({"`[[ ## decision ## ]]`": {"explanation": "no", "decision": "FALSE"}})
+
+
+def config_for(data, out, **overrides) -> EvalConfig:
+    settings = {
+        "dataset": str(data["dataset"]),
+        "corpus": str(data["corpus"]),
+        "distractors": "none",
+        "rounds": 2,
+        "k": 2,
+        "n_docs": 2,
+        "context_tokens": 400,
+        "out": str(out),
+    }
+    settings.update(overrides)
+    return EvalConfig(**settings)
+
+
+def lines_of(run_dir: Path) -> list[str]:
+    return (run_dir / "predictions.jsonl").read_text(encoding="utf-8").splitlines()
+
+
+def keys_of(run_dir: Path) -> Counter:
+    return Counter((r["condition"], r["id"]) for r in map(json.loads, lines_of(run_dir)))
+
+
+# --- a whole run --------------------------------------------------------------------------------
+
+
+def test_end_to_end_all_six_conditions_then_resume(data, tmp_path):
+    out = tmp_path / "run"
+    lm, judge_lm = program_lm(), judge()
+    summary = run_evaluation(config_for(data, out), lm=lm, judge_lm=judge_lm, progress=False)
+
+    assert list(summary) == ALL
+    assert all(row["n"] == 3 for row in summary.values())
+    for name in ("config.json", "predictions.jsonl", "summary.json", "table.md"):
+        assert (out / name).is_file(), name
+
+    config = json.loads((out / "config.json").read_text())
+    assert config["dataset_sha256"] == dataset_fingerprint(load_frames(data["dataset"]))
+    assert config["corpus_sha256"] == load_corpus(data["corpus"]).fingerprint
+    assert config["corpus_articles"] == 9
+    assert config["settings"]["dataset"] == str(data["dataset"])
+    assert config["settings"]["rounds"] == 2
+    assert config["selected_ids"] == [0, 1, 2]
+    assert config["packages"]["dspy"] == dspy.__version__
+    assert "frames-dspy" in config["packages"]
+
+    keys = keys_of(out)
+    assert len(lines_of(out)) == 6 * 3
+    assert set(keys) == {(c, i) for c in ALL for i in range(3)}
+    assert set(keys.values()) == {1}
+
+    records = [json.loads(line) for line in lines_of(out)]
+    by_key = {(r["condition"], r["id"]): r for r in records}
+    # Question 0's gold is "Novak Djokovic": a rule says TRUE and the judge is not asked.
+    for condition in ALL:
+        assert by_key[(condition, 0)]["correct"] is True
+        assert by_key[(condition, 0)]["judge_method"] == "exact"
+    judged = [r for r in records if r["judge_method"] == "judge"]
+    assert len(judged) == 6 * 2
+    assert len(judge_lm.history) == len(judged)
+    # The program LM never judges: its calls are answers and query steps only.
+    assert all("decision" not in h["messages"][0]["content"] for h in lm.history)
+    # Oracle sees every gold article; multi-step keeps one context per round.
+    for i in range(3):
+        oracle = by_key[("oracle", i)]
+        assert oracle["recall"] == [1.0]
+        assert oracle["context_ids"][0] == oracle["gold_ids"]
+        for condition in ("multistep-vanilla", "multistep-planning"):
+            multi = by_key[(condition, i)]
+            assert len(multi["context_ids"]) == len(multi["queries"]) == 2
+            assert all(len(q) <= 2 for q in multi["queries"])
+            assert len(multi["recall"]) == 2
+        assert len(by_key[("bm25-2", i)]["context_ids"][0]) <= 2
+        assert len(by_key[("bm25-4", i)]["context_ids"][0]) <= 4
+    assert by_key[("naive", 1)]["context_ids"] == []
+    assert "| multistep-planning |" in (out / "table.md").read_text()
+
+    # Same settings, same folder: nothing is run again.
+    before = (out / "predictions.jsonl").read_bytes()
+    calls = len(lm.history), len(judge_lm.history)
+    again = run_evaluation(config_for(data, out), lm=lm, judge_lm=judge_lm, progress=False)
+    assert (out / "predictions.jsonl").read_bytes() == before
+    assert (len(lm.history), len(judge_lm.history)) == calls
+    assert again == summary
+
+    # Other settings on the same folder are refused, naming the difference.
+    with pytest.raises(ValueError, match=r"rounds: 2 -> 3") as info:
+        run_evaluation(config_for(data, out, rounds=3), lm=lm, judge_lm=judge_lm, progress=False)
+    assert "choose a new --out" in str(info.value)
+    assert (out / "predictions.jsonl").read_bytes() == before
+
+
+def test_resume_adds_only_the_missing_questions(data, tmp_path):
+    out = tmp_path / "run"
+    both = ["naive", "oracle"]
+    run_evaluation(
+        config_for(data, out, conditions=both, ids=[0, 1]),
+        lm=program_lm(),
+        judge_lm=judge(),
+        progress=False,
+    )
+    assert set(keys_of(out)) == {(c, i) for c in both for i in (0, 1)}
+    lm = program_lm()
+    run_evaluation(config_for(data, out, conditions=both), lm=lm, judge_lm=judge(), progress=False)
+    keys = keys_of(out)
+    assert set(keys) == {(c, i) for c in both for i in range(3)}
+    assert set(keys.values()) == {1}
+    assert len(lm.history) == 2  # question 2 under naive and under oracle
+
+
+def test_resume_with_only_some_of_the_conditions(data, tmp_path):
+    # BUG (evaluate.run_evaluation / _check_resume): a naive-only run loads no store, so its
+    # corpus_sha256 is None; resuming a folder made with retrieval conditions using
+    # --conditions naive (same --corpus) is refused with "corpus_sha256 changed".
+    out = tmp_path / "run"
+    run_evaluation(
+        config_for(data, out, conditions=["naive", "oracle"], ids=[0, 1]),
+        lm=program_lm(),
+        judge_lm=judge(),
+        progress=False,
+    )
+    run_evaluation(
+        config_for(data, out, conditions=["naive"]),
+        lm=program_lm(),
+        judge_lm=judge(),
+        progress=False,
+    )
+    assert ("naive", 2) in keys_of(out)
+
+
+def test_resume_repairs_a_torn_last_line(data, tmp_path):
+    out = tmp_path / "run"
+    config = dict(conditions=["naive"])
+    run_evaluation(
+        config_for(data, out, **config), lm=program_lm(), judge_lm=judge(), progress=False
+    )
+    lines = lines_of(out)
+    # As if the writer was killed halfway through the last record.
+    torn = "\n".join(lines[:-1]) + "\n" + lines[-1][: len(lines[-1]) // 2]
+    (out / "predictions.jsonl").write_text(torn, encoding="utf-8")
+    run_evaluation(
+        config_for(data, out, **config), lm=program_lm(), judge_lm=judge(), progress=False
+    )
+    repaired = lines_of(out)
+    assert len(repaired) == 3
+    assert all(json.loads(line) for line in repaired)
+    assert set(keys_of(out).values()) == {1}
+
+
+def test_run_folder_append_and_done(tmp_path):
+    run = RunFolder(tmp_path / "run")
+    run.append({"condition": "naive", "id": 3, "answer": "x"})
+    run.append({"condition": "oracle", "id": "4", "answer": "y"})
+    assert run.done() == {("naive", 3), ("oracle", 4)}
+    with run.predictions.open("a") as handle:
+        handle.write('{"condition": "naive", "id"')
+    reopened = RunFolder(tmp_path / "run")
+    assert reopened.done() == {("naive", 3), ("oracle", 4)}
+    reopened.append({"condition": "naive", "id": 5})
+    assert [json.loads(line)["id"] for line in lines_of(reopened.path)] == [3, "4", 5]
+    reopened.write_json("extra.json", {"a": 1})
+    assert json.loads((reopened.path / "extra.json").read_text()) == {"a": 1}
+    assert not (reopened.path / "extra.json.tmp").exists()
+
+
+def _load_kill_script():
+    spec = importlib.util.spec_from_file_location("eval_kill_run", FIXTURES / "eval_kill_run.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_sigkill_mid_run_then_resume(tmp_path):
+    out = tmp_path / "killed"
+    predictions = out / "predictions.jsonl"
+    env = {**os.environ, "PYTHONPATH": str(REPO) + os.pathsep + os.environ.get("PYTHONPATH", "")}
+    proc = subprocess.Popen(
+        [sys.executable, str(FIXTURES / "eval_kill_run.py"), "--out", str(out), "--delay", "0.2"],
+        cwd=REPO,
+        env=env,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+    )
+    try:
+        deadline = time.monotonic() + 15
+        while time.monotonic() < deadline and proc.poll() is None:
+            if predictions.is_file() and predictions.read_bytes().count(b"\n") >= 2:
+                break
+            time.sleep(0.05)
+        assert proc.poll() is None, proc.stderr.read().decode()[-2000:]
+        proc.send_signal(signal.SIGKILL)
+        proc.wait(timeout=10)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+    assert proc.returncode == -signal.SIGKILL
+
+    script = _load_kill_script()
+    total = len(script.CONDITIONS) * len(script.QUESTIONS)
+    written = predictions.read_bytes()
+    complete = written[: written.rfind(b"\n") + 1].decode().splitlines()
+    assert 2 <= len(complete) < total
+
+    script.run(str(out), delay=0.0)
+    lines = lines_of(out)
+    assert lines[: len(complete)] == complete
+    records = [json.loads(line) for line in lines]  # no torn line left behind
+    keys = Counter((r["condition"], r["id"]) for r in records)
+    expected = {(c, i) for c in script.CONDITIONS for i in range(len(script.QUESTIONS))}
+    assert set(keys) == expected
+    assert set(keys.values()) == {1}
+    assert (out / "summary.json").is_file()
+
+
+def test_threads_write_every_question_once(data, tmp_path):
+    out = tmp_path / "run"
+    run_evaluation(
+        config_for(data, out, conditions=["naive", "oracle", "bm25-2"], threads=3),
+        lm=program_lm(),
+        judge_lm=judge(),
+        progress=False,
+    )
+    keys = keys_of(out)
+    assert len(keys) == 9 and set(keys.values()) == {1}
+
+
+# --- failures inside a run --------------------------------------------------------------------
+
+
+class FailingRetriever:
+    """Real retrieval, except that a question mentioning ``trigger`` raises."""
+
+    def __init__(self, inner, trigger: str):
+        self.inner, self.store, self.trigger = inner, inner.store, trigger
+
+    def search(self, query, k, *, exclude=()):
+        if self.trigger in query:
+            raise RuntimeError(f"index broken for {query[:20]!r}")
+        return self.inner.search(query, k, exclude=exclude)
+
+    def search_many(self, queries, k, *, exclude=()):
+        return [self.search(q, k, exclude=exclude) for q in queries]
+
+
+def test_a_failing_question_is_recorded_and_the_run_goes_on(data, tmp_path):
+    from frames_dspy.retrieval import build_retriever
+
+    store = load_corpus(data["corpus"])
+    retriever = FailingRetriever(build_retriever(store, index_dir=tmp_path / "idx"), "Dracula")
+    out = tmp_path / "run"
+    summary = run_evaluation(
+        config_for(data, out, conditions=["bm25-2"]),
+        lm=program_lm(),
+        judge_lm=judge(),
+        store=store,
+        retriever=retriever,
+        progress=False,
+    )
+    records = {r["id"]: r for r in map(json.loads, lines_of(out))}
+    assert set(records) == {0, 1, 2}
+    failed = records[1]
+    assert "RuntimeError" in failed["error"] and "index broken" in failed["error"]
+    assert failed["answer"] == ""
+    assert failed["correct"] is False and failed["judge_method"] == "empty"
+    assert records[0]["error"] is None and records[0]["correct"] is True
+    assert summary["bm25-2"]["program_errors"] == 1
+
+
+def test_an_lm_setup_error_stops_the_run(data, tmp_path):
+    from frames_dspy.lm import LMSetupError
+
+    class BrokenLM(DummyLM):
+        def __call__(self, *args, **kwargs):
+            raise LMSetupError("the model file is missing; run make_lm again")
+
+    out = tmp_path / "run"
+    with pytest.raises(RuntimeError, match="model file is missing"):
+        run_evaluation(
+            config_for(data, out, conditions=["naive"]),
+            lm=BrokenLM([]),
+            judge_lm=judge(),
+            progress=False,
+        )
+    predictions = out / "predictions.jsonl"
+    assert not predictions.exists() or predictions.read_text() == ""
+
+
+# --- bad input ----------------------------------------------------------------------------------
+
+
+def test_run_evaluation_rejects_an_unknown_condition(data, tmp_path):
+    with pytest.raises(ValueError, match=r"unknown condition\(s\) \['bm25-3'\]") as info:
+        run_evaluation(
+            config_for(data, tmp_path / "run", conditions=["naive", "bm25-3"]),
+            lm=program_lm(),
+            judge_lm=judge(),
+        )
+    assert "multistep-planning" in str(info.value)
+
+
+def wrong_shape_program(path: Path) -> Path:
+    """A Naive program file whose spec claims a multi-step program."""
+    save_program(Naive(), str(path))
+    state = json.loads(path.read_text())
+    state["frames_dspy_spec"] = {"kind": "multihop", "rounds": 2, "k": 2, "n_docs": 2}
+    path.write_text(json.dumps(state))
+    return path
+
+
+def test_run_evaluation_rejects_a_program_of_another_shape(data, tmp_path):
+    program = wrong_shape_program(tmp_path / "program.json")
+    with pytest.raises(ValueError, match="different program shape"):
+        run_evaluation(
+            config_for(data, tmp_path / "run", conditions=["program"], program=str(program)),
+            lm=program_lm(),
+            judge_lm=judge(),
+            progress=False,
+        )
+
+
+def test_run_evaluation_runs_a_saved_program(data, tmp_path):
+    program = tmp_path / "program.json"
+    save_program(Naive(), str(program), extra={"note": "compiled"})
+    out = tmp_path / "run"
+    summary = run_evaluation(
+        config_for(data, out, conditions=["program"], program=str(program)),
+        lm=program_lm(),
+        judge_lm=judge(),
+        progress=False,
+    )
+    assert list(summary) == ["program"]
+    assert set(keys_of(out)) == {("program", i) for i in range(3)}
+
+
+def call_main(argv, capsys) -> tuple[int, str, str]:
+    try:
+        code = evaluate.main([*argv, "--quiet"])
+    except SystemExit as exit_:
+        code = exit_.code
+    captured = capsys.readouterr()
+    return code, captured.out, captured.err
+
+
+@pytest.fixture
+def no_real_lm(monkeypatch):
+    """main() cannot take an LM; make sure it never builds a real one."""
+    import frames_dspy.lm
+
+    made = []
+
+    def fake_make_lm(spec, **kwargs):
+        made.append(spec)
+        return DummyLM(
+            {
+                "`[[ ## decision ## ]]`": {"explanation": "no", "decision": "FALSE"},
+                "`[[ ## answer ## ]]`": {"answer": "Novak Djokovic"},
+            }
+        )
+
+    monkeypatch.setattr(frames_dspy.lm, "make_lm", fake_make_lm)
+    return made
+
+
+def test_main_unknown_condition(data, capsys, no_real_lm, monkeypatch, tmp_path):
+    monkeypatch.chdir(tmp_path)
+    code, _, err = call_main(
+        ["--conditions", "naive,bm25-3", "--dataset", str(data["dataset"])], capsys
+    )
+    assert code == 2
+    assert "bm25-3" in err
+    assert "naive, bm25-2, bm25-4, oracle, multistep-vanilla, multistep-planning" in err
+    assert no_real_lm == []
+
+
+def test_main_ids_not_in_the_data(data, capsys, no_real_lm, monkeypatch, tmp_path):
+    monkeypatch.chdir(tmp_path)
+    code, _, err = call_main(
+        ["--conditions", "naive", "--dataset", str(data["dataset"]), "--ids", "500-502"], capsys
+    )
+    assert code == 2
+    assert err.startswith("error: ")
+    assert "--ids [500, 501, 502] are not in the selected questions" in err
+    assert "ids run 0..2" in err
+    assert no_real_lm == []
+    assert not (tmp_path / "runs").exists()
+
+
+@pytest.mark.parametrize("argv", [["--ids", "a-b"], ["--ids", ","], ["--limit", "0"]])
+def test_main_bad_selection_arguments(data, capsys, no_real_lm, argv):
+    code, _, err = call_main(["--dataset", str(data["dataset"]), *argv], capsys)
+    assert code == 2
+    assert ("--ids" in err) or ("--limit 0" in err)
+
+
+def test_main_oracle_without_gold_articles(data, capsys, no_real_lm, tmp_path):
+    corpus = tmp_path / "other_corpus.jsonl"
+    corpus.write_text(
+        "\n".join(
+            line
+            for line in data["corpus"].read_text().splitlines()
+            if '"moon"' in line or '"eiffel"' in line
+        )
+        + "\n"
+    )
+    code, _, err = call_main(
+        [
+            "--conditions",
+            "oracle",
+            "--dataset",
+            str(data["dataset"]),
+            "--corpus",
+            str(corpus),
+            "--distractors",
+            "none",
+            "--out",
+            str(tmp_path / "run"),
+        ],
+        capsys,
+    )
+    assert code == 2
+    assert "oracle condition needs gold articles" in err
+    assert "--corpus" in err
+    assert no_real_lm == []
+
+
+def test_main_program_of_another_shape(data, capsys, no_real_lm, tmp_path):
+    program = wrong_shape_program(tmp_path / "program.json")
+    code, _, err = call_main(
+        [
+            "--program",
+            str(program),
+            "--dataset",
+            str(data["dataset"]),
+            "--corpus",
+            str(data["corpus"]),
+            "--distractors",
+            "none",
+            "--out",
+            str(tmp_path / "run"),
+        ],
+        capsys,
+    )
+    assert code == 2
+    assert "different program shape" in err
+    assert str(program) in err
+
+
+def test_main_missing_program_file(data, capsys, no_real_lm, tmp_path):
+    code, _, err = call_main(
+        ["--program", str(tmp_path / "nope.json"), "--dataset", str(data["dataset"])], capsys
+    )
+    assert code == 2
+    assert "nope.json" in err and "does not exist" in err
+    assert no_real_lm == []
+
+
+def test_main_runs_and_prints_the_table(data, capsys, no_real_lm, tmp_path):
+    out = tmp_path / "run"
+    code, stdout, _ = call_main(
+        [
+            "--conditions",
+            "naive,oracle",
+            "--dataset",
+            str(data["dataset"]),
+            "--corpus",
+            str(data["corpus"]),
+            "--distractors",
+            "none",
+            "--out",
+            str(out),
+        ],
+        capsys,
+    )
+    assert code == 0
+    assert "| naive | 3 |" in stdout and "| oracle | 3 |" in stdout
+    assert f"run folder: {out}" in stdout
+    assert no_real_lm == ["local"]  # one LM, also used as the judge
+    assert set(keys_of(out)) == {(c, i) for c in ("naive", "oracle") for i in range(3)}

@@ -1,0 +1,586 @@
+"""Tests for frames_dspy.programs: the six setups with DummyLM, context packing, save/load.
+
+Programs run against a scripted retriever (queries map to ranked article ids) so that round,
+query and de-duplication behaviour can be checked exactly; one test uses real bm25s.
+
+A note on DummyLM: when a reply cannot be parsed, DSPy's ChatAdapter retries once through the
+JSONAdapter, so a scripted bad reply is listed twice.
+"""
+
+from __future__ import annotations
+
+import json
+
+import dspy
+import pytest
+from dspy.utils.dummies import DummyLM
+
+from frames_dspy.corpus import Article, ArticleStore
+from frames_dspy.programs import (
+    CHARS_PER_TOKEN,
+    CONDITIONS,
+    MultiHop,
+    Naive,
+    Oracle,
+    RetrieveThenAnswer,
+    build_program,
+    clean_queries,
+    describe,
+    load_program,
+    pack_articles,
+    program_spec,
+    save_program,
+)
+from frames_dspy.retrieval import Hit, build_retriever
+
+QUESTION = "Which river flows through the capital of the country where Bell was born?"
+
+TEXTS = {
+    "bell": ("Alexander Graham Bell", "Bell was born in Edinburgh, Scotland, in 1847."),
+    "edinburgh": ("Edinburgh", "Edinburgh is the capital of Scotland on the Firth of Forth."),
+    "leith": ("Water of Leith", "The Water of Leith flows through central Edinburgh."),
+    "scotland": ("Scotland", "Scotland is a country that is part of the United Kingdom."),
+    "phone": ("Telephone", "The telephone converts sound into electrical signals."),
+    "forth": ("Firth of Forth", "The Firth of Forth is the estuary of the River Forth."),
+    "moon": ("Moon", "The Moon is the only natural satellite of Earth."),
+    "etna": ("Mount Etna", "Etna is an active volcano on the east coast of Sicily."),
+}
+
+
+def make_store() -> ArticleStore:
+    return ArticleStore(Article(key, title, text) for key, (title, text) in TEXTS.items())
+
+
+class ScriptedRetriever:
+    """Each query returns a fixed ranking; records every call.
+
+    Args:
+        table: query -> ranked article ids (unknown queries return nothing).
+        honour_exclude: Skip excluded ids as the real retrievers do; False returns them
+            anyway, to check that the program de-duplicates by itself.
+    """
+
+    def __init__(self, store, table, *, honour_exclude=True):
+        self.store = store
+        self.table = table
+        self.honour_exclude = honour_exclude
+        self.calls: list[tuple[list[str], int, set[str]]] = []
+
+    def search(self, query, k, *, exclude=()):
+        return self.search_many([query], k, exclude=exclude)[0]
+
+    def search_many(self, queries, k, *, exclude=()):
+        excluded = set(exclude)
+        self.calls.append((list(queries), k, excluded))
+        results = []
+        for query in queries:
+            ranked = self.table.get(query, [])
+            if self.honour_exclude:
+                ranked = [i for i in ranked if i not in excluded]
+            results.append(
+                [Hit(i, self.store[i].title, float(10 - n)) for n, i in enumerate(ranked[:k])]
+            )
+        return results
+
+
+@pytest.fixture
+def store() -> ArticleStore:
+    return make_store()
+
+
+def plan(*queries: str) -> dict:
+    return {"plan": "find the missing facts", "queries": list(queries)}
+
+
+def run(program, lm, **inputs):
+    with dspy.context(lm=lm):
+        return program(**inputs)
+
+
+def user_message(lm: DummyLM, call: int) -> str:
+    return lm.history[call]["messages"][-1]["content"]
+
+
+# --- pack_articles ----------------------------------------------------------------------------
+
+
+def long_text(words: int, seed: str = "word") -> str:
+    return " ".join(f"{seed}{i}" for i in range(words))
+
+
+def test_pack_keeps_order_and_every_article():
+    articles = [Article(f"a{i}", f"Title {i}", long_text(300, f"t{i}x")) for i in range(8)]
+    packed = pack_articles(articles, 300)
+    assert packed.article_ids == [a.id for a in articles]
+    positions = [packed.text.index(f"[{i + 1}] Title {i}\n") for i in range(8)]
+    assert positions == sorted(positions)
+    assert set(packed.kept_fraction) == {a.id for a in articles}
+    assert all(0 < f < 1 for f in packed.kept_fraction.values())
+    assert packed.n_truncated == 8
+
+
+def test_pack_fair_share_keeps_short_articles_whole():
+    short = Article("short", "Short", "A short article that fits easily.")
+    long_a = Article("long_a", "Long A", long_text(1000, "alpha"))
+    long_b = Article("long_b", "Long B", long_text(1000, "gamma"))
+    packed = pack_articles([long_a, short, long_b], 400)
+    assert packed.kept_fraction["short"] == 1.0
+    assert short.text in packed.text
+    assert 0 < packed.kept_fraction["long_a"] < 1
+    # The two long articles are the same length, so they get the same share.
+    assert packed.kept_fraction["long_a"] == pytest.approx(packed.kept_fraction["long_b"])
+    assert "…" in packed.text
+    summary = packed.summary()
+    assert summary["articles"] == 3
+    assert summary["truncated"] == 2
+    assert summary["budget_tokens"] == 400
+    assert summary["kept_fraction"]["short"] == 1.0
+
+
+def test_pack_short_articles_are_not_cut():
+    articles = [Article(f"a{i}", f"T{i}", f"text {i}") for i in range(3)]
+    packed = pack_articles(articles, 1000)
+    assert packed.kept_fraction == {"a0": 1.0, "a1": 1.0, "a2": 1.0}
+    assert packed.n_truncated == 0
+    assert "…" not in packed.text
+    assert packed.used_tokens == round(len(packed.text) / CHARS_PER_TOKEN)
+
+
+@pytest.mark.parametrize("n_articles", [1, 2, 3, 5, 8])
+@pytest.mark.parametrize("budget", [50, 120, 400, 1000])
+def test_pack_stays_near_the_budget(n_articles, budget):
+    articles = [
+        Article(f"a{i}", f"Article {i}", long_text(150 + 100 * i, f"w{i}"))
+        for i in range(n_articles)
+    ]
+    packed = pack_articles(articles, budget)
+    # The code reserves each header plus 2 characters; the "\n\n" separators and the " …"
+    # marks can take up to 2 more characters per article (see the strict test below).
+    slack = 2 * n_articles
+    assert len(packed.text) <= budget * CHARS_PER_TOKEN + slack
+    assert packed.used_tokens <= budget + slack / CHARS_PER_TOKEN
+    assert all(f"[{i + 1}] Article {i}" in packed.text for i in range(n_articles))
+
+
+def test_pack_budget_is_a_hard_limit():
+    # BUG (programs.pack_articles): the separators and the " …" marks are not fully reserved,
+    # so several truncated articles overshoot the budget by a few characters.
+    over = []
+    for n_articles in (2, 4, 8):
+        for text in ("x" * 5000, long_text(1000)):
+            articles = [Article(f"a{i}", f"Table {i}", text) for i in range(n_articles)]
+            for budget in (50, 100, 1000):
+                packed = pack_articles(articles, budget)
+                if len(packed.text) > budget * CHARS_PER_TOKEN or packed.used_tokens > budget:
+                    over.append((n_articles, budget, len(packed.text), packed.used_tokens))
+    assert over == []
+
+
+def test_pack_rejects_a_non_positive_budget():
+    with pytest.raises(ValueError, match="budget_tokens=0"):
+        pack_articles([Article("a", "A", "text")], 0)
+
+
+# --- clean_queries ----------------------------------------------------------------------------
+
+
+def test_clean_queries_strips_markers_and_drops_duplicates():
+    kept, stats = clean_queries(
+        ['1. "Bell birthplace"', "- bell  BIRTHPLACE", "", "  ", "Query 2: Edinburgh river", "*"],
+        limit=5,
+        drop_repeats=True,
+    )
+    assert kept == ["Bell birthplace", "Edinburgh river"]
+    assert stats == {"generated": 6, "repeated": 0, "dropped_repeats": 0, "dropped_duplicates": 4}
+
+
+def test_clean_queries_accepts_a_string_or_none_and_respects_limit_and_taken():
+    kept, stats = clean_queries("a\nb\nc\nd", limit=2, taken=["A"], drop_repeats=False)
+    assert kept == ["b", "c"]
+    assert stats["generated"] == 4
+    assert stats["dropped_duplicates"] == 1
+    assert clean_queries(None, limit=3, drop_repeats=True) == (
+        [],
+        {"generated": 0, "repeated": 0, "dropped_repeats": 0, "dropped_duplicates": 0},
+    )
+
+
+@pytest.mark.parametrize("drop", [True, False])
+def test_clean_queries_repeats_of_earlier_rounds(drop):
+    kept, stats = clean_queries(
+        ["Edinburgh", "water of leith"], limit=3, past=["edinburgh"], drop_repeats=drop
+    )
+    assert stats["repeated"] == 1
+    assert stats["dropped_repeats"] == (1 if drop else 0)
+    assert kept == (["water of leith"] if drop else ["Edinburgh", "water of leith"])
+
+
+# --- single-shot programs ---------------------------------------------------------------------
+
+
+def test_naive_answers_from_the_question_alone():
+    lm = DummyLM([{"answer": "  Water of Leith "}])
+    pred = run(Naive(), lm, question=QUESTION)
+    assert pred.answer == "Water of Leith"
+    assert pred.context_ids == []
+    assert pred.queries == []
+    assert pred.lm_calls == 1 == len(lm.history)
+    assert pred.packing is None
+    assert pred.prompt_tokens == 0 and pred.completion_tokens == 0
+    assert QUESTION in user_message(lm, 0)
+
+
+def test_retrieve_then_answer_uses_top_n_docs_in_retrieval_order(store):
+    retriever = ScriptedRetriever(store, {QUESTION: ["leith", "bell", "moon", "etna"]})
+    program = RetrieveThenAnswer(retriever, n_docs=2, context_tokens=500)
+    lm = DummyLM([{"answer": "Water of Leith"}])
+    pred = run(program, lm, question=QUESTION)
+    assert pred.answer == "Water of Leith"
+    assert pred.context_ids == [["leith", "bell"]]
+    assert pred.queries == [[QUESTION]]
+    assert pred.lm_calls == 1 == len(lm.history)
+    assert retriever.calls == [([QUESTION], 2, set())]
+    prompt = user_message(lm, 0)
+    assert prompt.index("[1] Water of Leith") < prompt.index("[2] Alexander Graham Bell")
+    assert "Moon" not in prompt
+    assert pred.packing["articles"] == 2
+    assert pred.packing["budget_tokens"] == 500
+
+
+def test_retrieve_then_answer_with_real_bm25(store, tmp_path):
+    retriever = build_retriever(store, backend="bm25s", index_dir=tmp_path)
+    program = RetrieveThenAnswer(retriever, n_docs=1, context_tokens=500)
+    lm = DummyLM([{"answer": "Sicily"}])
+    pred = run(program, lm, question="Where is the volcano Etna?")
+    assert pred.context_ids == [["etna"]]
+    assert "[1] Mount Etna" in user_message(lm, 0)
+
+
+def test_retrieve_then_answer_without_hits_still_answers(store):
+    program = RetrieveThenAnswer(ScriptedRetriever(store, {}), n_docs=4, context_tokens=500)
+    lm = DummyLM([{"answer": "unknown"}])
+    pred = run(program, lm, question=QUESTION)
+    assert pred.context_ids == [[]]
+    assert pred.packing is None
+    assert "(no articles were found)" in user_message(lm, 0)
+
+
+def test_oracle_resolves_gold_urls(store):
+    program = Oracle(store, context_tokens=500)
+    lm = DummyLM([{"answer": "Water of Leith"}])
+    gold = [
+        "https://en.wikipedia.org/wiki/Edinburgh",
+        "https://en.wikipedia.org/wiki/Water_of_Leith",
+        "https://en.wikipedia.org/wiki/Edinburgh#History",
+        "https://en.wikipedia.org/wiki/Not_In_The_Corpus",
+    ]
+    pred = run(program, lm, question=QUESTION, gold_urls=gold)
+    assert pred.context_ids == [["edinburgh", "leith"]]
+    assert pred.queries == []
+    assert pred.lm_calls == 1
+    prompt = user_message(lm, 0)
+    assert prompt.index("[1] Edinburgh") < prompt.index("[2] Water of Leith")
+    assert TEXTS["leith"][1] in prompt
+
+
+def test_oracle_needs_gold_urls(store):
+    with pytest.raises(ValueError, match="gold_urls"):
+        Oracle(store, context_tokens=500)(question=QUESTION)
+
+
+def test_answer_prompt_respects_the_context_budget(store):
+    big = ArticleStore(Article(f"big{i}", f"Big {i}", long_text(2000, f"b{i}x")) for i in range(4))
+    program = Oracle(big, context_tokens=300)
+    lm = DummyLM([{"answer": "x"}])
+    pred = run(program, lm, question="q", gold_urls=[f"Big {i}" for i in range(4)])
+    assert pred.context_ids == [["big0", "big1", "big2", "big3"]]
+    assert pred.packing["used_tokens"] <= 300
+    assert pred.packing["truncated"] == 4
+    context = user_message(lm, 0).split("[[ ## context ## ]]\n", 1)[1]
+    context = context.split("\n\n[[ ## question ## ]]", 1)[0]
+    assert len(context) <= 300 * CHARS_PER_TOKEN
+
+
+# --- MultiHop ---------------------------------------------------------------------------------
+
+
+ROUND_TABLE = {
+    QUESTION: ["bell", "phone", "moon"],
+    "Bell birthplace": ["bell", "edinburgh", "scotland"],
+    "capital of Scotland": ["edinburgh", "scotland", "forth"],
+    "Edinburgh river": ["leith", "forth", "edinburgh"],
+    "Water of Leith": ["leith", "etna"],
+}
+
+
+@pytest.mark.parametrize("rounds", [1, 2, 3])
+@pytest.mark.parametrize("planning", [True, False])
+def test_multihop_runs_the_requested_rounds(store, rounds, planning):
+    written = [["Bell birthplace"], ["capital of Scotland"], ["Edinburgh river"]]
+    step = plan if planning else (lambda *q: {"queries": list(q)})
+    lm = DummyLM([step(*written[r]) for r in range(rounds)] + [{"answer": "Water of Leith"}])
+    program = MultiHop(
+        ScriptedRetriever(store, ROUND_TABLE),
+        rounds=rounds,
+        k=2,
+        n_docs=2,
+        planning=planning,
+        context_tokens=500,
+    )
+    pred = run(program, lm, question=QUESTION)
+    assert pred.answer == "Water of Leith"
+    assert len(pred.context_ids) == rounds
+    assert len(pred.queries) == rounds
+    assert pred.queries == [[QUESTION, *written[r]] for r in range(rounds)]
+    assert pred.lm_calls == rounds + 1 == len(lm.history)
+    assert pred.query_stats["generated"] == rounds
+    assert pred.query_stats["errors"] == 0
+
+
+def test_multihop_k_and_include_question(store):
+    many = plan("Bell birthplace", "capital of Scotland", "Edinburgh river", "Water of Leith")
+    lm = DummyLM([many, {"answer": "x"}])
+    program = MultiHop(
+        ScriptedRetriever(store, ROUND_TABLE), rounds=1, k=3, n_docs=1, context_tokens=500
+    )
+    pred = run(program, lm, question=QUESTION)
+    assert pred.queries == [[QUESTION, "Bell birthplace", "capital of Scotland"]]
+    assert "[[ ## n_queries ## ]]\n2" in user_message(lm, 0)
+
+    lm = DummyLM([many, {"answer": "x"}])
+    program = MultiHop(
+        ScriptedRetriever(store, ROUND_TABLE),
+        rounds=1,
+        k=3,
+        n_docs=1,
+        include_question=False,
+        context_tokens=500,
+    )
+    pred = run(program, lm, question=QUESTION)
+    assert pred.queries == [["Bell birthplace", "capital of Scotland", "Edinburgh river"]]
+    assert QUESTION not in pred.queries[0]
+    assert "[[ ## n_queries ## ]]\n3" in user_message(lm, 0)
+
+
+def test_multihop_with_k1_and_the_question_writes_no_queries(store):
+    lm = DummyLM([{"answer": "x"}])
+    program = MultiHop(
+        ScriptedRetriever(store, ROUND_TABLE), rounds=3, k=1, n_docs=1, context_tokens=500
+    )
+    pred = run(program, lm, question=QUESTION)
+    assert pred.queries == [[QUESTION]] * 3
+    assert pred.lm_calls == 1 == len(lm.history)
+    # The question's next-best article is added each round, since earlier ones are excluded.
+    assert pred.context_ids == [["bell"], ["bell", "phone"], ["bell", "phone", "moon"]]
+
+
+@pytest.mark.parametrize("honour_exclude", [True, False])
+def test_multihop_n_docs_and_no_article_twice(store, honour_exclude):
+    retriever = ScriptedRetriever(store, ROUND_TABLE, honour_exclude=honour_exclude)
+    lm = DummyLM([plan("Bell birthplace"), plan("Edinburgh river"), {"answer": "x"}])
+    program = MultiHop(retriever, rounds=2, k=2, n_docs=2, context_tokens=500)
+    pred = run(program, lm, question=QUESTION)
+    first, second = pred.context_ids
+    assert len(first) == len(set(first))
+    assert len(second) == len(set(second))
+    assert len(first) <= 2 * len(pred.queries[0])
+    assert second[: len(first)] == first
+    assert not set(second[len(first) :]) & set(first)
+    assert len(second) - len(first) <= 2 * len(pred.queries[1])
+    assert all(k == 2 for _, k, _ in retriever.calls)
+    # Each round excludes what is already in context.
+    assert retriever.calls[0][2] == set()
+    assert retriever.calls[1][2] == set(first)
+    if honour_exclude:
+        # "Bell birthplace" also ranks bell first: it costs that query a slot, not a duplicate.
+        assert first == ["bell", "phone", "edinburgh"]
+        assert second == [*first, "moon", "leith", "forth"]
+
+
+def test_multihop_later_rounds_see_found_articles_and_past_queries(store):
+    lm = DummyLM([plan("Bell birthplace"), plan("Edinburgh river"), {"answer": "x"}])
+    program = MultiHop(
+        ScriptedRetriever(store, ROUND_TABLE), rounds=2, k=2, n_docs=1, context_tokens=500
+    )
+    run(program, lm, question=QUESTION)
+    first, second = user_message(lm, 0), user_message(lm, 1)
+    assert "(nothing yet)" in first
+    assert "Alexander Graham Bell" in second
+    assert "Bell birthplace" in second.split("[[ ## past_queries ## ]]", 1)[1]
+
+
+@pytest.mark.parametrize("planning", [True, False])
+def test_multihop_drops_empty_duplicate_and_repeated_queries(store, planning):
+    def step(*queries):
+        return plan(*queries) if planning else {"queries": list(queries)}
+
+    lm = DummyLM(
+        [
+            step("Bell birthplace", " bell   BIRTHPLACE ", "", QUESTION.lower()),
+            step("- Bell birthplace", "Edinburgh river"),
+            {"answer": "x"},
+        ]
+    )
+    program = MultiHop(
+        ScriptedRetriever(store, ROUND_TABLE),
+        rounds=2,
+        k=4,
+        n_docs=1,
+        planning=planning,
+        context_tokens=500,
+    )
+    pred = run(program, lm, question=QUESTION)
+    assert pred.queries[0] == [QUESTION, "Bell birthplace"]
+    stats = pred.query_stats
+    assert stats["generated"] == 6
+    assert stats["dropped_duplicates"] == 3
+    assert stats["repeated"] == 1
+    if planning:
+        assert pred.queries[1] == [QUESTION, "Edinburgh river"]
+        assert stats["dropped_repeats"] == 1
+    else:
+        assert pred.queries[1] == [QUESTION, "Bell birthplace", "Edinburgh river"]
+        assert stats["dropped_repeats"] == 0
+
+
+@pytest.mark.parametrize("include_question", [True, False])
+def test_multihop_query_parse_error_is_counted_and_the_round_runs(store, include_question):
+    bad = {"nonsense": "no queries here"}
+    lm = DummyLM([bad, bad, plan("Edinburgh river"), {"answer": "Water of Leith"}])
+    retriever = ScriptedRetriever(store, ROUND_TABLE)
+    program = MultiHop(
+        retriever,
+        rounds=2,
+        k=2,
+        n_docs=1,
+        include_question=include_question,
+        context_tokens=500,
+    )
+    pred = run(program, lm, question=QUESTION)
+    assert pred.answer == "Water of Leith"
+    assert pred.query_stats["errors"] == 1
+    assert pred.queries[0] == [QUESTION]
+    assert pred.context_ids[0] == ["bell"]
+    assert "Edinburgh river" in pred.queries[1]
+    assert len(pred.context_ids) == 2
+    # lm_calls counts the program's requests (2 query steps + the answer), not DSPy's retry.
+    assert pred.lm_calls == 3
+
+
+def test_multihop_rejects_bad_settings(store):
+    retriever = ScriptedRetriever(store, {})
+    for name in ("rounds", "k", "n_docs"):
+        with pytest.raises(ValueError, match=f"{name}=0"):
+            MultiHop(retriever, context_tokens=500, **{name: 0})
+    with pytest.raises(ValueError, match="context_tokens"):
+        MultiHop(retriever, context_tokens=0)
+
+
+# --- building, saving, loading ----------------------------------------------------------------
+
+
+def test_build_program_for_every_condition(store):
+    retriever = ScriptedRetriever(store, {})
+    kinds = {
+        "naive": Naive,
+        "bm25": RetrieveThenAnswer,
+        "oracle": Oracle,
+        "multihop": MultiHop,
+    }
+    for name, spec in CONDITIONS.items():
+        program = build_program(spec, retriever=retriever, store=store, context_tokens=700)
+        assert isinstance(program, kinds[spec["kind"]]), name
+        assert program_spec(program)["kind"] == spec["kind"]
+    assert build_program(CONDITIONS["bm25-2"], retriever=retriever).n_docs == 2
+    planning = build_program(CONDITIONS["multistep-planning"], retriever=retriever)
+    assert planning.planning is True
+    assert describe(program_spec(planning)) == "multihop planning r5 k5 n10"
+
+
+def test_build_program_errors_name_the_problem(store):
+    with pytest.raises(ValueError, match="unknown program kind 'bm26'"):
+        build_program({"kind": "bm26"})
+    with pytest.raises(ValueError, match="needs a retriever"):
+        build_program({"kind": "multihop"}, store=store)
+    with pytest.raises(ValueError, match="needs an article store"):
+        build_program({"kind": "oracle"})
+    with pytest.raises(ValueError, match=r"unknown multihop setting\(s\) \['depth'\]"):
+        build_program({"kind": "multihop", "depth": 3}, retriever=ScriptedRetriever(store, {}))
+
+
+def customise(program: dspy.Module) -> None:
+    """Give every predictor a demo and new instructions, as an optimizer would."""
+    for name, predictor in program.named_predictors():
+        predictor.signature = predictor.signature.with_instructions(f"Tuned {name}.")
+        fields = list(predictor.signature.fields)
+        predictor.demos = [dspy.Example(**{f: f"demo {f}" for f in fields})]
+
+
+@pytest.mark.parametrize("condition", list(CONDITIONS))
+def test_save_load_round_trip_gives_the_same_predictions(store, tmp_path, condition):
+    spec = dict(CONDITIONS[condition])
+    if spec["kind"] == "multihop":
+        spec.update(rounds=2, k=2, n_docs=1)
+    retriever = ScriptedRetriever(store, ROUND_TABLE)
+    program = build_program(spec, retriever=retriever, store=store, context_tokens=600)
+    customise(program)
+    path = tmp_path / "program.json"
+    save_program(program, str(path), extra={"note": "test"})
+
+    loaded, saved_spec = load_program(
+        str(path), retriever=retriever, store=store, context_tokens=600
+    )
+    assert type(loaded) is type(program)
+    assert saved_spec["note"] == "test"
+    assert program_spec(loaded) == program_spec(program)
+    assert loaded.dump_state() == program.dump_state()
+
+    script = [plan("Bell birthplace"), plan("Edinburgh river"), {"answer": "Water of Leith"}]
+    if spec["kind"] == "multihop" and not spec["planning"]:
+        script = [{"queries": ["Bell birthplace"]}, {"queries": ["Edinburgh river"]}]
+        script.append({"answer": "Water of Leith"})
+    elif spec["kind"] != "multihop":
+        script = [{"answer": "Water of Leith"}]
+    inputs = {"question": QUESTION, "gold_urls": ["Edinburgh", "Water of Leith"]}
+    results = []
+    for prog in (program, loaded):
+        lm = DummyLM(list(script))
+        pred = run(prog, lm, **{k: inputs[k] for k in prog.input_fields})
+        results.append((pred.toDict(), [h["messages"] for h in lm.history]))
+    assert results[0] == results[1]
+    # The prompt carries the loaded instructions and demos.
+    assert "Tuned" in results[1][1][0][0]["content"]
+
+
+def test_load_program_from_another_shape_raises(store, tmp_path):
+    path = tmp_path / "naive.json"
+    save_program(Naive(), str(path))
+    state = json.loads(path.read_text())
+    state["frames_dspy_spec"] = {"kind": "multihop", "rounds": 2, "k": 2, "n_docs": 1}
+    path.write_text(json.dumps(state))
+    with pytest.raises(ValueError, match="different program shape") as info:
+        load_program(str(path), retriever=ScriptedRetriever(store, {}), store=store)
+    assert "generate" in str(info.value)
+
+
+def test_load_program_with_cot_mismatch_raises(tmp_path):
+    path = tmp_path / "cot.json"
+    save_program(Naive(cot=True), str(path))
+    state = json.loads(path.read_text())
+    state["frames_dspy_spec"]["cot"] = False
+    path.write_text(json.dumps(state))
+    with pytest.raises(ValueError, match="different program shape"):
+        load_program(str(path))
+
+
+def test_load_program_rejects_files_not_written_by_frames_dspy(tmp_path):
+    plain = tmp_path / "plain.json"
+    plain.write_text(json.dumps({"answer": {"demos": [], "signature": {}}}))
+    with pytest.raises(ValueError, match="not written by frames_dspy"):
+        load_program(str(plain))
+    broken = tmp_path / "broken.json"
+    broken.write_text("{not json")
+    with pytest.raises(ValueError, match="cannot read program file"):
+        load_program(str(broken))
+    with pytest.raises(ValueError, match="cannot read program file"):
+        load_program(str(tmp_path / "missing.json"))
