@@ -34,7 +34,16 @@ from frames_dspy.programs import CONDITIONS, build_program, describe, load_progr
 
 logger = logging.getLogger(__name__)
 
-__all__ = ["EvalConfig", "RunFolder", "run_evaluation", "main"]
+__all__ = [
+    "EvalConfig",
+    "RunFolder",
+    "RunAborted",
+    "run_evaluation",
+    "run_question",
+    "default_context_tokens",
+    "package_versions",
+    "main",
+]
 
 # Settings that change what a prediction means: a run folder only resumes when they match.
 _RESUME_KEYS = (
@@ -130,7 +139,8 @@ class RunFolder:
         tmp.replace(self.path / name)
 
 
-def _package_versions() -> dict[str, str]:
+def package_versions() -> dict[str, str]:
+    """Installed versions of the packages that shape a result (for run configs)."""
     versions = {}
     for name in (
         "frames-dspy",
@@ -170,7 +180,7 @@ def _select(examples: list[dspy.Example], config: EvalConfig) -> list[dspy.Examp
     return examples
 
 
-def _default_context_tokens(spec: str, window: int | None) -> int:
+def default_context_tokens(spec: str, window: int | None) -> int:
     """Article budget for the answer prompt, from the model's window and speed."""
     if spec.startswith("local"):
         # The embedded model reads ~130 prompt tokens/s on 2 cores: 2,000 tokens is ~15 s.
@@ -190,7 +200,7 @@ def _check_resume(run: RunFolder, config: dict[str, Any]) -> None:
         for key in _RESUME_KEYS
         if previous.get("settings", {}).get(key) != config["settings"].get(key)
     ]
-    for key in ("dataset_sha256", "corpus_sha256"):
+    for key in ("dataset_sha256", "corpus_sha256", "program_sha256"):
         # A naive-only run has no corpus hash; it can be extended with retrieval conditions.
         old, new = previous.get(key), config.get(key)
         if old is not None and new is not None and old != new:
@@ -202,8 +212,8 @@ def _check_resume(run: RunFolder, config: dict[str, Any]) -> None:
         )
 
 
-class _Aborted(RuntimeError):
-    pass
+class RunAborted(RuntimeError):
+    """A set-up problem (no key, no server, no model) that would fail every question."""
 
 
 def run_evaluation(
@@ -271,7 +281,7 @@ def run_evaluation(
             else make_lm(judge_spec, temperature=0.0, max_tokens=256, api_base=judge_base)
         )
     if config.context_tokens is None:
-        config.context_tokens = _default_context_tokens(config.model, context_window(lm))
+        config.context_tokens = default_context_tokens(config.model, context_window(lm))
     for program in programs.values():
         if hasattr(program, "context_tokens"):
             program.context_tokens = config.context_tokens
@@ -285,9 +295,10 @@ def run_evaluation(
         "dataset_sha256": dataset_fingerprint(examples),
         "corpus_sha256": store.fingerprint if store is not None else None,
         "corpus_articles": len(store) if store is not None else 0,
+        "program_sha256": _file_sha256(config.program) if config.program else None,
         "lm_model": getattr(lm, "model", str(lm)),
         "judge_model": getattr(judge_lm, "model", str(judge_lm)),
-        "packages": _package_versions(),
+        "packages": package_versions(),
         "python": sys.version.split()[0],
         "started": datetime.now(UTC).isoformat(timespec="seconds"),
     }
@@ -314,6 +325,12 @@ def run_evaluation(
 
     summary = report.write_reports(out, model=config.model)
     return summary
+
+
+def _file_sha256(path: str | Path) -> str:
+    import hashlib
+
+    return hashlib.sha256(Path(path).read_bytes()).hexdigest()
 
 
 def _load_store(config: EvalConfig) -> ArticleStore:
@@ -356,7 +373,12 @@ def _make_program(condition: str, config: EvalConfig, *, retriever, store) -> ds
     return build_program(spec, retriever=retriever, store=store, context_tokens=budget)
 
 
-def _run_one(label, program, example, *, lm, autorater, store) -> dict[str, Any]:
+def run_question(label, program, example, *, lm, autorater, store) -> dict[str, Any]:
+    """Run one question through a program, judge the answer, and return its record.
+
+    A failure of the program is recorded in ``error`` (the question counts as wrong); a set-up
+    problem that would fail every question raises :class:`RunAborted` instead.
+    """
     started = time.perf_counter()
     inputs = {name: example[name] for name in program.input_fields}
     error = None
@@ -365,7 +387,7 @@ def _run_one(label, program, example, *, lm, autorater, store) -> dict[str, Any]
             pred = program(**inputs)
     except Exception as err:  # one bad question must not end a long run; it is recorded
         if _is_setup_error(err):
-            raise _Aborted(str(err)) from err
+            raise RunAborted(str(err)) from err
         logger.warning("question %s failed under %s: %s", example.id, label, err)
         pred, error = (
             dspy.Prediction(
@@ -430,7 +452,9 @@ def _run_condition(label, program, todo, total, *, lm, autorater, store, run, th
     try:
         with ThreadPoolExecutor(max_workers=max(1, threads)) as pool:
             futures = [
-                pool.submit(_run_one, label, program, ex, lm=lm, autorater=autorater, store=store)
+                pool.submit(
+                    run_question, label, program, ex, lm=lm, autorater=autorater, store=store
+                )
                 for ex in todo
             ]
             for future in as_completed(futures):
@@ -441,7 +465,7 @@ def _run_condition(label, program, todo, total, *, lm, autorater, store, run, th
                 tokens += record["prompt_tokens"] + record["completion_tokens"]
                 bar.set_postfix(acc=f"{correct / finished:.2f}", tok_q=f"{tokens / finished:.0f}")
                 bar.update(1)
-    except _Aborted:
+    except RunAborted:
         for future in futures:
             future.cancel()
         raise
@@ -641,7 +665,7 @@ def main(argv: Sequence[str] | None = None) -> int:
 
     try:
         summary = run_evaluation(config, progress=not args.quiet)
-    except (DatasetError, CorpusError, ValueError, LMSetupError, _Aborted) as err:
+    except (DatasetError, CorpusError, ValueError, LMSetupError, RunAborted) as err:
         print(f"error: {err}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:
