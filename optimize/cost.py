@@ -1,0 +1,175 @@
+"""A cost estimate (LM calls and tokens) printed before ``optimize.compile`` starts work.
+
+Per question, a MultiHop configuration (rounds ``r``, queries per round ``k``, articles per
+query ``n``) makes one query-writing call per round (none when ``k`` is 1 and the question
+itself is the only query), one answer call, and at most one judge call (the deterministic
+check often settles the verdict without it). The token assumptions are stated in
+:data:`ASSUMPTIONS`; they are rough by design, meant to tell an afternoon from a week.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from statistics import mean
+
+from optimize.optimizers import OptimizerSettings, rough_calls
+from optimize.study import SearchSpace
+
+__all__ = ["ASSUMPTIONS", "PhaseCost", "CostEstimate", "question_cost", "estimate_cost"]
+
+#: Prompt tokens of each call's fixed part (instructions, field headers, the question).
+QUERY_PROMPT = {"vanilla": 450, "planning": 800}
+QUERY_OUTPUT = {"vanilla": 40, "planning": 150}
+ANSWER_PROMPT = 300
+ANSWER_OUTPUT = 20
+JUDGE_PROMPT = 350
+JUDGE_OUTPUT = 60
+#: Tokens per article in the query writer's compact view (title and lead), capped at
+#: MultiHop's ``found_tokens`` (1000).
+FOUND_PER_ARTICLE = 40
+FOUND_CAP = 1000
+
+ASSUMPTIONS = (
+    "query call = {q_v}/{q_p} prompt tokens (vanilla/planning) + 40 per article found so far "
+    "(capped at 1000) and {o_v}/{o_p} output; answer call = {a} + the article budget "
+    "(--context-tokens; whole articles always fill it) and {ao} output; judge call = {j} + {jo}; "
+    "every question is assumed to need the judge; the search-space mean assumes the sampler "
+    "spreads evenly over the space"
+).format(
+    q_v=QUERY_PROMPT["vanilla"],
+    q_p=QUERY_PROMPT["planning"],
+    o_v=QUERY_OUTPUT["vanilla"],
+    o_p=QUERY_OUTPUT["planning"],
+    a=ANSWER_PROMPT,
+    ao=ANSWER_OUTPUT,
+    j=JUDGE_PROMPT,
+    jo=JUDGE_OUTPUT,
+)
+
+
+def question_cost(
+    params: dict, *, context_tokens: int, include_question: bool = True
+) -> tuple[float, float]:
+    """(program LM calls, program tokens) for one question under one configuration."""
+    rounds, k, n, prompt = params["rounds"], params["k"], params["n_docs"], params["prompt"]
+    writes = k - 1 if include_question else k
+    calls = tokens = 0.0
+    if writes > 0:
+        for r in range(rounds):
+            found = min(FOUND_CAP, FOUND_PER_ARTICLE * r * k * n)
+            calls += 1
+            tokens += QUERY_PROMPT[prompt] + found + QUERY_OUTPUT[prompt]
+    calls += 1
+    tokens += ANSWER_PROMPT + context_tokens + ANSWER_OUTPUT
+    return calls, tokens
+
+
+@dataclass
+class PhaseCost:
+    name: str
+    questions: int
+    calls: float
+    tokens: float
+    note: str = ""
+
+
+@dataclass
+class CostEstimate:
+    phases: list[PhaseCost] = field(default_factory=list)
+    per_question_mean: tuple[float, float] = (0.0, 0.0)
+    per_question_max: tuple[float, float] = (0.0, 0.0)
+
+    @property
+    def calls(self) -> float:
+        return sum(p.calls for p in self.phases)
+
+    @property
+    def tokens(self) -> float:
+        return sum(p.tokens for p in self.phases)
+
+    def lines(self) -> list[str]:
+        mean_calls, mean_tokens = self.per_question_mean
+        max_calls, max_tokens = self.per_question_max
+        out = [
+            "Cost estimate (rough; program + judge LM):",
+            f"  per dev question: {mean_calls:.1f} LM calls / {mean_tokens:,.0f} tokens on "
+            f"average over the search space, up to {max_calls:.0f} / {max_tokens:,.0f}",
+        ]
+        for p in self.phases:
+            note = f"  ({p.note})" if p.note else ""
+            out.append(
+                f"  {p.name:<12} {p.questions:>6} questions  ~{p.calls:>9,.0f} LM calls  "
+                f"~{p.tokens:>13,.0f} tokens{note}"
+            )
+        out.append(
+            f"  {'total':<12} {'':>6}            ~{self.calls:>9,.0f} LM calls  "
+            f"~{self.tokens:>13,.0f} tokens"
+        )
+        out.append(f"  assumptions: {ASSUMPTIONS}")
+        return out
+
+
+def estimate_cost(
+    *,
+    space: SearchSpace,
+    trials: int,
+    n_train: int,
+    n_dev: int,
+    n_test: int,
+    context_tokens: int,
+    optimizer: OptimizerSettings,
+    optimize_in_trials: bool = False,
+    include_question: bool = True,
+    final: bool = True,
+) -> CostEstimate:
+    """Estimate the LM calls and tokens of a whole ``optimize.compile`` run.
+
+    Args:
+        space: The search space (its mean configuration prices the study).
+        trials: New trials this run will make.
+        n_train, n_dev, n_test: Split sizes (``n_test`` after ``--test-limit``).
+        context_tokens: The answer prompt's article budget.
+        optimizer: The optimizer and its settings.
+        optimize_in_trials: Whether every trial compiles its prompts.
+        include_question: Whether the question is one of each round's queries.
+        final: Whether the final compile and test evaluation run (not for ``--workers-only``).
+    """
+    costs = [
+        question_cost(p, context_tokens=context_tokens, include_question=include_question)
+        for p in space.configurations()
+    ]
+    judge_tokens = JUDGE_PROMPT + JUDGE_OUTPUT
+    mean_calls = mean(c for c, _ in costs) + 1
+    mean_tokens = mean(t for _, t in costs) + judge_tokens
+    max_calls = max(c for c, _ in costs) + 1
+    max_tokens = max(t for _, t in costs) + judge_tokens
+    tokens_per_call = mean_tokens / mean_calls
+    estimate = CostEstimate(
+        per_question_mean=(mean_calls, mean_tokens), per_question_max=(max_calls, max_tokens)
+    )
+    compile_calls = rough_calls(optimizer, n_train=n_train, calls_per_q=mean_calls - 1)
+    study_calls = trials * n_dev * mean_calls
+    note = f"{trials} trial(s) x {n_dev} dev questions"
+    if optimize_in_trials and optimizer.name != "none":
+        study_calls += trials * compile_calls
+        note += f", each compiling with {optimizer.name} on {n_train} train questions"
+    estimate.phases.append(
+        PhaseCost("study", trials * n_dev, study_calls, study_calls * tokens_per_call, note)
+    )
+    if final and optimizer.name != "none" and not optimize_in_trials:
+        calls = compile_calls + n_dev * mean_calls
+        estimate.phases.append(
+            PhaseCost(
+                optimizer.name,
+                n_train + n_dev,
+                calls,
+                calls * tokens_per_call,
+                "compile on train, then re-score on dev",
+            )
+        )
+    if final:
+        calls = n_test * mean_calls
+        estimate.phases.append(
+            PhaseCost("test", n_test, calls, calls * tokens_per_call, "chosen program, once")
+        )
+    return estimate

@@ -1,0 +1,258 @@
+"""DSPy prompt optimizers for the FRAMES programs, with short demos.
+
+Whole Wikipedia articles make long demos: one bootstrapped demo of the answer step carries the
+full packed context (thousands of tokens), and a few of them overflow a small model's window.
+So labeled demos are never used (a FRAMES question without its articles teaches little),
+bootstrapped demos are capped (``max_demos``, default 2), and every string field of a demo
+longer than ``demo_chars`` is cut after compiling. ``instructions_only`` (the default for the
+embedded model) keeps MIPROv2 and SIMBA to instructions and rules, with no demos at all.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import dspy
+
+from frames_dspy.metrics import Autorater, gold_recall
+
+logger = logging.getLogger(__name__)
+
+__all__ = [
+    "OPTIMIZERS",
+    "OptimizerSettings",
+    "FeedbackMetric",
+    "compile_program",
+    "trim_demos",
+    "rough_calls",
+]
+
+#: ``--optimizer`` choices and the DSPy class each one runs.
+OPTIMIZERS = {
+    "none": "no prompt optimisation",
+    "bootstrap-rs": "dspy.BootstrapFewShotWithRandomSearch (bootstrapped demos)",
+    "mipro": "dspy.MIPROv2, auto='light' (instructions, and demos unless instructions-only)",
+    "gepa": "dspy.GEPA, auto='light' (reflective instruction evolution with judge feedback)",
+    "simba": "dspy.SIMBA (self-reflective rules, and demos unless instructions-only)",
+}
+
+
+@dataclass(frozen=True)
+class OptimizerSettings:
+    """How an optimizer runs.
+
+    Attributes:
+        name: One of :data:`OPTIMIZERS`.
+        max_demos: Bootstrapped demos per predictor (labeled demos are always 0).
+        demo_chars: String fields of demos longer than this are cut (an ellipsis marks it).
+        instructions_only: MIPROv2 and SIMBA add no demos (GEPA never does;
+            bootstrap-rs only adds demos, so it ignores this).
+        candidates: Candidate programs (bootstrap-rs) or candidates per step (SIMBA).
+        threads: Threads the optimizer evaluates with.
+        seed: The optimizer's seed.
+    """
+
+    name: str = "none"
+    max_demos: int = 2
+    demo_chars: int = 1500
+    instructions_only: bool = False
+    candidates: int = 4
+    threads: int = 1
+    seed: int = 0
+
+    def __post_init__(self):
+        if self.name not in OPTIMIZERS:
+            raise ValueError(
+                f"unknown optimizer {self.name!r}; choose one of {', '.join(OPTIMIZERS)}"
+            )
+        if self.max_demos < 0:
+            raise ValueError(f"max_demos={self.max_demos} must be >= 0")
+        if self.name == "bootstrap-rs" and self.max_demos == 0:
+            raise ValueError(
+                "bootstrap-rs only adds demos, so max_demos=0 would leave the program unchanged; "
+                "set --max-demos 1 or more, or choose --optimizer mipro/gepa/simba"
+            )
+        if self.demo_chars < 100:
+            raise ValueError(f"demo_chars={self.demo_chars} is too small (at least 100)")
+        if self.candidates < 1:
+            raise ValueError(f"candidates={self.candidates} must be at least 1")
+
+    @property
+    def demos(self) -> int:
+        """Bootstrapped demos the chosen optimizer may add."""
+        if self.name in ("none", "gepa"):
+            return 0
+        if self.instructions_only and self.name in ("mipro", "simba"):
+            return 0
+        return self.max_demos
+
+
+class FeedbackMetric:
+    """GEPA's metric: the autorater's verdict as a score, its explanation as feedback.
+
+    For the query writer (``pred_name`` naming the ``generate`` predictor) the feedback also
+    says how many gold articles the retrieved context held, which is what its queries decide.
+    """
+
+    def __init__(self, autorater: Autorater, store=None):
+        self.autorater = autorater
+        self.store = store
+
+    def __call__(self, gold, pred, trace=None, pred_name=None, pred_trace=None):
+        verdict = self.autorater.judge(gold.question, gold.answer, getattr(pred, "answer", ""))
+        score = 1.0 if verdict.correct else 0.0
+        status = {True: "Correct", False: "Incorrect"}.get(verdict.correct, "Not judged")
+        parts = [
+            f"{status}. The expected answer is {gold.answer!r}; the program answered "
+            f"{getattr(pred, 'answer', '')!r}. Judge: {verdict.explanation}"
+        ]
+        if pred_name and "generate" in pred_name and self.store is not None:
+            gold_ids = [a.id for a in self.store.resolve_many(gold.get("gold_urls", []))]
+            recall = gold_recall(gold_ids, getattr(pred, "context_ids", None) or [])
+            if recall:
+                parts.append(
+                    f"After the last round the context held {recall[-1]:.0%} of the "
+                    f"{len(gold_ids)} articles needed (gold titles: "
+                    f"{', '.join(gold.get('gold_titles', [])[:5])}); queries should name the "
+                    "entities that lead to the missing ones and never repeat earlier queries."
+                )
+        return dspy.Prediction(score=score, feedback=" ".join(parts))
+
+
+def _cut(value: Any, limit: int) -> Any:
+    if isinstance(value, str) and len(value) > limit:
+        return value[:limit].rstrip() + " …"
+    return value
+
+
+def trim_demos(program: dspy.Module, demo_chars: int) -> int:
+    """Cut long string fields of every demo of ``program`` (in place); returns fields cut."""
+    cut = 0
+    for _, predictor in program.named_predictors():
+        trimmed = []
+        for demo in predictor.demos:
+            items = dict(demo.items()) if isinstance(demo, dspy.Example) else dict(demo)
+            short = {k: _cut(v, demo_chars) for k, v in items.items()}
+            cut += sum(1 for k in items if short[k] is not items[k])
+            if isinstance(demo, dspy.Example):
+                trimmed.append(demo.copy(**short))
+            else:
+                trimmed.append(short)
+        predictor.demos = trimmed
+    return cut
+
+
+def compile_program(
+    program: dspy.Module,
+    trainset: Sequence[dspy.Example],
+    *,
+    settings: OptimizerSettings,
+    autorater: Autorater,
+    lm: dspy.BaseLM,
+    reflection_lm: dspy.BaseLM | None = None,
+    store=None,
+) -> dspy.Module:
+    """Optimise ``program``'s prompts on ``trainset`` with the chosen DSPy optimizer.
+
+    Args:
+        program: A frames_dspy program (not modified; optimizers work on copies).
+        trainset: Examples with ``question`` as input and ``answer`` as label.
+        settings: Which optimizer and its limits.
+        autorater: The metric (a bool while bootstrapping, a float otherwise).
+        lm: The program's LM; also MIPROv2's prompt model.
+        reflection_lm: GEPA's reflection LM (default ``lm``).
+        store: Article store, for GEPA's retrieval feedback.
+
+    Returns:
+        The compiled program, demos trimmed to ``settings.demo_chars``.
+    """
+    name = settings.name
+    trainset = list(trainset)
+    if name == "none":
+        return program
+    if len(trainset) < 2:
+        raise ValueError(f"--optimizer {name} needs at least 2 train examples; set --train 2+")
+    demos = settings.demos
+    threads = max(1, settings.threads)
+    with dspy.context(lm=lm):
+        if name == "bootstrap-rs":
+            optimizer = dspy.BootstrapFewShotWithRandomSearch(
+                metric=autorater,
+                max_bootstrapped_demos=demos,
+                max_labeled_demos=0,
+                num_candidate_programs=settings.candidates,
+                num_threads=threads,
+            )
+            compiled = optimizer.compile(program, trainset=trainset)
+        elif name == "mipro":
+            optimizer = dspy.MIPROv2(
+                metric=autorater,
+                prompt_model=lm,
+                task_model=lm,
+                auto="light",
+                max_bootstrapped_demos=demos,
+                max_labeled_demos=0,
+                num_threads=threads,
+                seed=settings.seed,
+                verbose=False,
+                track_stats=False,
+            )
+            compiled = optimizer.compile(program, trainset=trainset, seed=settings.seed)
+        elif name == "gepa":
+            optimizer = dspy.GEPA(
+                metric=FeedbackMetric(autorater, store),
+                auto="light",
+                reflection_lm=reflection_lm or lm,
+                num_threads=threads,
+                seed=settings.seed,
+                track_stats=False,
+            )
+            compiled = optimizer.compile(program, trainset=trainset)
+        else:  # simba
+            bsize = min(32, len(trainset))
+            optimizer = dspy.SIMBA(
+                metric=autorater,
+                bsize=bsize,
+                num_candidates=settings.candidates,
+                max_steps=4,
+                max_demos=demos,
+                demo_input_field_maxlen=settings.demo_chars,
+                num_threads=threads,
+            )
+            compiled = optimizer.compile(program, trainset=trainset, seed=settings.seed)
+    cut = trim_demos(compiled, settings.demo_chars)
+    if cut:
+        logger.info("cut %d long demo field(s) to %d characters", cut, settings.demo_chars)
+    return compiled
+
+
+def rough_calls(settings: OptimizerSettings, *, n_train: int, calls_per_q: float) -> float:
+    """A rough count of the LM calls one compile makes (for the printed estimate).
+
+    Counted in program runs ("rollouts", each ``calls_per_q`` program calls plus one judge
+    call), following each optimizer's own budget rules for a two-predictor program:
+    bootstrap-rs evaluates ``candidates + 3`` programs on the train split and bootstraps up to
+    the whole split per candidate; MIPROv2 light runs 20 minibatch trials (10 when
+    instructions-only) of up to 35 questions, ~5 full evaluations of its 80% validation part,
+    6 bootstrapped sets and ~30 proposal calls; GEPA light uses ``GEPA.auto_budget`` (about
+    ``6 x train + 730`` rollouts, whatever the train size) plus a reflection call per ~3;
+    SIMBA runs 4 steps of ``2 x candidates`` minibatches plus a final pass per candidate.
+    """
+    per_q = calls_per_q + 1
+    n = max(n_train, 1)
+    if settings.name == "none":
+        return 0.0
+    if settings.name == "bootstrap-rs":
+        return per_q * n * (2 * settings.candidates + 3)
+    if settings.name == "mipro":
+        valset = max(1, int(n * 0.8))
+        trials = 10 if settings.demos == 0 else 20
+        return per_q * (trials * min(35, valset) + 5 * valset + 6 * n) + 30
+    if settings.name == "gepa":
+        rollouts = dspy.GEPA.auto_budget(None, num_preds=2, num_candidates=6, valset_size=n)
+        return per_q * rollouts + rollouts / 3
+    bsize = min(32, n)
+    return per_q * (4 * 2 * settings.candidates * bsize + (settings.candidates + 1) * n)

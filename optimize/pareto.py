@@ -1,0 +1,199 @@
+"""The study's results as files: the trials table, the Pareto front, the pick, and a plot."""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+import optuna
+import pandas as pd
+from optuna.trial import FrozenTrial, TrialState
+
+logger = logging.getLogger(__name__)
+
+__all__ = [
+    "PickRule",
+    "parse_pick",
+    "complete_trials",
+    "pareto_front",
+    "pick_trial",
+    "trials_frame",
+    "pareto_markdown",
+    "plot_pareto",
+]
+
+# Large or internal attributes left out of trials.csv.
+_HIDDEN_ATTRS = ("program_state",)
+
+
+@dataclass(frozen=True)
+class PickRule:
+    """How the final configuration is chosen from the Pareto front.
+
+    ``best``: the highest dev accuracy; ties go to fewer tokens per question.
+    ``cheapest-within``: the fewest tokens per question among front trials whose accuracy is
+    at most ``tolerance`` below the best.
+    """
+
+    name: str = "best"
+    tolerance: float = 0.0
+
+    def __str__(self) -> str:
+        return self.name if self.name == "best" else f"{self.name}:{self.tolerance:g}"
+
+
+def parse_pick(text: str) -> PickRule:
+    """``best`` or ``cheapest-within:TOL`` (TOL an accuracy difference such as 0.02)."""
+    text = text.strip()
+    if text == "best":
+        return PickRule()
+    name, _, value = text.partition(":")
+    if name == "cheapest-within":
+        try:
+            tolerance = float(value)
+        except ValueError:
+            tolerance = -1.0
+        if 0.0 <= tolerance <= 1.0:
+            return PickRule(name, tolerance)
+    raise ValueError(
+        f"--pick {text!r} is not understood; use 'best' or 'cheapest-within:TOL' with TOL an "
+        "accuracy difference in [0, 1], e.g. cheapest-within:0.02"
+    )
+
+
+def complete_trials(study: optuna.Study) -> list[FrozenTrial]:
+    """The study's complete trials, by number."""
+    return sorted(
+        study.get_trials(deepcopy=False, states=(TrialState.COMPLETE,)), key=lambda t: t.number
+    )
+
+
+def pareto_front(study: optuna.Study) -> list[FrozenTrial]:
+    """``study.best_trials`` (no trial beats them on both objectives), cheapest first.
+
+    Of several front trials with identical values (a repeated configuration), the earliest
+    stands for them.
+    """
+    front: list[FrozenTrial] = []
+    seen: set[tuple[float, ...]] = set()
+    for t in sorted(study.best_trials, key=lambda t: (t.values[1], -t.values[0], t.number)):
+        if tuple(t.values) not in seen:
+            seen.add(tuple(t.values))
+            front.append(t)
+    return front
+
+
+def pick_trial(front: Sequence[FrozenTrial], rule: PickRule) -> FrozenTrial:
+    """The front trial the rule chooses (see :class:`PickRule`); ties go to the earlier trial."""
+    if not front:
+        raise ValueError("no complete trial to pick from: run some trials first")
+    best_acc = max(t.values[0] for t in front)
+    floor = best_acc - (rule.tolerance if rule.name == "cheapest-within" else 0.0)
+    eligible = [t for t in front if t.values[0] >= floor - 1e-12]
+    return min(eligible, key=lambda t: (t.values[1], -t.values[0], t.number))
+
+
+def trials_frame(study: optuna.Study) -> pd.DataFrame:
+    """``study.trials_dataframe()`` with every user attribute except the large ones."""
+    frame = study.trials_dataframe(multi_index=False)
+    hidden = [f"user_attrs_{name}" for name in _HIDDEN_ATTRS]
+    return frame.drop(columns=[c for c in hidden if c in frame.columns])
+
+
+def _row(t: FrozenTrial, chosen: FrozenTrial | None) -> str:
+    a = t.user_attrs
+    mark = " ◀ chosen" if chosen is not None and t.number == chosen.number else ""
+    return (
+        f"| {t.number}{mark} | {t.params['prompt']} | {t.params['rounds']} | {t.params['k']} | "
+        f"{t.params['n_docs']} | {t.values[0]:.3f} | {t.values[1]:.0f} | "
+        f"{a.get('lm_calls_per_q', float('nan')):.2f} | {a.get('judge_errors', '—')} | "
+        f"{a.get('n_questions', '—')} |"
+    )
+
+
+def pareto_markdown(
+    front: Sequence[FrozenTrial], chosen: FrozenTrial | None, *, rule: PickRule, n_trials: int
+) -> str:
+    """The Pareto front as a markdown table, cheapest first."""
+    lines = [
+        f"# Pareto front ({len(front)} of {n_trials} complete trials)",
+        "",
+        "Dev-split accuracy (autorater) against metered tokens per question (program LM,",
+        f"prompt + completion, counted whether or not the call was cached). Pick rule: `{rule}`.",
+        "",
+        "| trial | prompt | rounds | k | n_docs | accuracy | tokens/q | LM calls/q | "
+        "judge errors | questions |",
+        "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|",
+    ]
+    lines += [_row(t, chosen) for t in sorted(front, key=lambda t: (t.values[1], t.number))]
+    return "\n".join(lines) + "\n"
+
+
+def plot_pareto(
+    trials: Sequence[FrozenTrial],
+    front: Sequence[FrozenTrial],
+    chosen: FrozenTrial | None,
+    path: str | Path,
+    *,
+    title: str = "",
+) -> None:
+    """Accuracy against tokens per question: all trials grey, the front highlighted."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, ax = plt.subplots(figsize=(7, 4.5))
+    ax.scatter(
+        [t.values[1] for t in trials],
+        [t.values[0] for t in trials],
+        color="0.7",
+        s=25,
+        label=f"all trials ({len(trials)})",
+    )
+    ordered = sorted(front, key=lambda t: t.values[1])
+    ax.step(
+        [t.values[1] for t in ordered],
+        [t.values[0] for t in ordered],
+        where="post",
+        color="tab:blue",
+        linewidth=1.2,
+    )
+    ax.scatter(
+        [t.values[1] for t in ordered],
+        [t.values[0] for t in ordered],
+        color="tab:blue",
+        s=45,
+        zorder=3,
+        label=f"Pareto front ({len(ordered)})",
+    )
+    for t in ordered:
+        ax.annotate(
+            f"#{t.number} {t.params['prompt'][0]} r{t.params['rounds']}k{t.params['k']}"
+            f"n{t.params['n_docs']}",
+            (t.values[1], t.values[0]),
+            textcoords="offset points",
+            xytext=(4, 4),
+            fontsize=7,
+        )
+    if chosen is not None:
+        ax.scatter(
+            [chosen.values[1]],
+            [chosen.values[0]],
+            marker="*",
+            s=220,
+            color="tab:red",
+            zorder=4,
+            label=f"chosen (trial {chosen.number})",
+        )
+    ax.set_xlabel("tokens per question (dev split, program LM)")
+    ax.set_ylabel("accuracy (dev split, autorater)")
+    ax.set_ylim(-0.03, 1.03)
+    ax.set_title(title or "FRAMES MultiHop: accuracy vs cost")
+    ax.grid(alpha=0.3)
+    ax.legend(loc="lower right", fontsize=8)
+    fig.tight_layout()
+    fig.savefig(path, dpi=120)
+    plt.close(fig)
