@@ -28,7 +28,12 @@ import dspy
 from frames_dspy import report
 from frames_dspy.corpus import ArticleStore, CorpusError, default_aliases, load_corpus
 from frames_dspy.data import DatasetError, dataset_fingerprint, load_frames, split_frames
-from frames_dspy.metrics import Autorater, gold_recall, query_repetition_rate
+from frames_dspy.metrics import (
+    Autorater,
+    default_min_overlap,
+    gold_recall,
+    query_repetition_rate,
+)
 from frames_dspy.paths import data_file, default_dataset
 from frames_dspy.programs import CONDITIONS, build_program, describe, load_program
 
@@ -63,6 +68,7 @@ _RESUME_KEYS = (
     "program",
     "temperature",
     "max_tokens",
+    "judge_min_overlap",
 )
 
 
@@ -75,6 +81,7 @@ class EvalConfig:
     judge_model: str | None = None
     api_base: str | None = None
     judge_api_base: str | None = None
+    judge_min_overlap: float | None = None
     temperature: float = 0.0
     max_tokens: int = 512
     dataset: str = field(default_factory=default_dataset)
@@ -282,6 +289,8 @@ def run_evaluation(
         )
     if config.context_tokens is None:
         config.context_tokens = default_context_tokens(config.model, context_window(lm))
+    if config.judge_min_overlap is None:
+        config.judge_min_overlap = default_min_overlap(config.judge_model or config.model)
     for program in programs.values():
         if hasattr(program, "context_tokens"):
             program.context_tokens = config.context_tokens
@@ -306,7 +315,7 @@ def run_evaluation(
     run.write_json("config.json", run_config)
     logger.info("run folder: %s", out)
 
-    autorater = Autorater(judge_lm)
+    autorater = Autorater(judge_lm, min_overlap=config.judge_min_overlap)
     done = run.done()
     for label, program in programs.items():
         todo = [ex for ex in selected if (label, ex.id) not in done]
@@ -586,6 +595,14 @@ def build_parser() -> argparse.ArgumentParser:
         "--judge-model", default=None, help="autorater LM (default: the same as --model)"
     )
     models.add_argument("--judge-api-base", default=None, help="server for --judge-model")
+    models.add_argument(
+        "--judge-min-overlap",
+        type=float,
+        default=None,
+        help="keep a judge's TRUE only if the answer holds this share of the gold answer's "
+        "content words (default 0.5 for the embedded judge, which says TRUE to almost "
+        "anything; 0 for other judges)",
+    )
     models.add_argument("--temperature", type=float, default=defaults.temperature)
     models.add_argument(
         "--max-tokens",

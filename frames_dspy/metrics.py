@@ -5,6 +5,13 @@ meaning of the gold answer. A deterministic check runs first and can only say TR
 after normalisation, the same numbers, the same date, or a short gold answer contained in the
 response); everything else goes to the judge. An empty response is FALSE without a judge
 call. A judge reply that cannot be parsed is counted as a judge error, never as a silent FALSE.
+
+A very small judge (the embedded 0.5B model) says TRUE to almost anything: measured here, it
+accepted "Sarah" for "Jane Ballou" and "1997" for "87". With such a judge, ``min_overlap``
+keeps a TRUE only when the response carries at least that share of the gold answer's content
+words and numbers; otherwise the verdict is FALSE with method ``judge_overruled``. This trades
+false positives for false negatives on paraphrases ("USA" for "United States"), so it is on by
+default only for the embedded judge.
 """
 
 from __future__ import annotations
@@ -33,6 +40,8 @@ __all__ = [
     "normalize_answer",
     "extract_numbers",
     "gold_recall",
+    "answer_overlap",
+    "default_min_overlap",
     "query_repetition_rate",
 ]
 
@@ -183,6 +192,68 @@ def deterministic_match(gold: str, response: str, question: str = "") -> str | N
     return None
 
 
+_STOPWORDS = frozenset(
+    [
+        "a",
+        "an",
+        "the",
+        "of",
+        "in",
+        "on",
+        "at",
+        "to",
+        "for",
+        "and",
+        "or",
+        "by",
+        "with",
+        "from",
+        "is",
+        "was",
+        "were",
+        "are",
+        "be",
+        "been",
+        "as",
+        "its",
+        "it",
+        "his",
+        "her",
+        "their",
+        "this",
+        "that",
+        "which",
+        "who",
+        "whom",
+        "whose",
+        "what",
+        "when",
+        "where",
+        "than",
+        "then",
+    ]
+)
+
+
+def _content_terms(text: str) -> set[str]:
+    terms = {t for t in normalize_answer(text).split() if t not in _STOPWORDS}
+    numbers = {f"#{n:g}" for n in extract_numbers(text)}
+    return {t for t in terms if not re.fullmatch(r"[\d.,\-]+(st|nd|rd|th)?", t)} | numbers
+
+
+def answer_overlap(gold: str, response: str) -> float:
+    """Share of the gold answer's content words and numbers that the response contains."""
+    gold_terms = _content_terms(gold)
+    if not gold_terms:
+        return 1.0
+    return len(gold_terms & _content_terms(response)) / len(gold_terms)
+
+
+def default_min_overlap(judge_spec: str) -> float:
+    """0.5 for the embedded judges (``local...``), whose TRUE needs support; 0 otherwise."""
+    return 0.5 if judge_spec.startswith("local") else 0.0
+
+
 @dataclass(frozen=True)
 class Judgement:
     """One verdict: ``correct`` is None when the judge's reply could not be parsed."""
@@ -203,15 +274,27 @@ class Autorater:
         judge_lm: The judge; None uses the LM configured in ``dspy.settings`` at call time. Keep
             it separate from the program's LM where you can.
         use_rules: Run the deterministic check first (saves judge calls).
+        min_overlap: Keep a judge's TRUE only if the response holds at least this share of
+            the gold answer's content words and numbers (see :func:`answer_overlap`); 0 trusts
+            the judge. Use it with very small judges.
 
     Call it as a metric, ``autorater(example, pred, trace=None)``: a float (1.0 or 0.0) for
     evaluation, a bool while an optimizer bootstraps (``trace`` set). ``judge()`` returns the
     full :class:`Judgement`; ``errors`` counts unparseable judge replies.
     """
 
-    def __init__(self, judge_lm: dspy.BaseLM | None = None, *, use_rules: bool = True):
+    def __init__(
+        self,
+        judge_lm: dspy.BaseLM | None = None,
+        *,
+        use_rules: bool = True,
+        min_overlap: float = 0.0,
+    ):
+        if not 0.0 <= min_overlap <= 1.0:
+            raise ValueError(f"min_overlap={min_overlap!r} must be between 0 and 1")
         self.judge_lm = judge_lm
         self.use_rules = use_rules
+        self.min_overlap = min_overlap
         self._predict = dspy.Predict(JudgeAnswer)
         self._lock = threading.Lock()
         self.errors = 0
@@ -244,7 +327,17 @@ class Autorater:
                 self.errors += 1
             logger.warning("judge reply could not be parsed: %s", err)
             return Judgement(None, "judge_error", str(err)[:500])
-        return Judgement(decision == "TRUE", "judge", str(out.explanation).strip())
+        explanation = str(out.explanation).strip()
+        if decision == "TRUE" and self.min_overlap > 0:
+            overlap = answer_overlap(gold, response)
+            if overlap < self.min_overlap:
+                return Judgement(
+                    False,
+                    "judge_overruled",
+                    f"the judge said TRUE, but the response holds {overlap:.0%} of the gold "
+                    f"answer's content words (< {self.min_overlap:.0%}); judge: {explanation}",
+                )
+        return Judgement(decision == "TRUE", "judge", explanation)
 
     def __call__(self, example: Any, pred: Any, trace: Any = None) -> float | bool:
         verdict = self.judge(example.question, example.answer, getattr(pred, "answer", ""))

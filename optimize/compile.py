@@ -44,7 +44,7 @@ from frames_dspy.evaluate import (
     package_versions,
     run_evaluation,
 )
-from frames_dspy.metrics import Autorater
+from frames_dspy.metrics import Autorater, default_min_overlap
 from frames_dspy.paths import data_file, default_dataset
 from frames_dspy.programs import build_program, describe, save_program
 from optimize.cost import estimate_cost
@@ -90,6 +90,7 @@ SAMPLERS = ("tpe", "nsga2", "random")
 _STUDY_KEYS = (
     "model",
     "judge_model",
+    "judge_min_overlap",
     "api_base",
     "temperature",
     "max_tokens",
@@ -143,6 +144,7 @@ class CompileConfig:
     judge_model: str | None = None
     api_base: str | None = None
     judge_api_base: str | None = None
+    judge_min_overlap: float | None = None
     temperature: float = 0.0
     max_tokens: int = 512
     dataset: str = field(default_factory=default_dataset)
@@ -435,6 +437,7 @@ def reproduce_command(config: CompileConfig, out: Path) -> str:
         ("--api-base", config.api_base),
         ("--judge-model", config.judge_model),
         ("--judge-api-base", config.judge_api_base),
+        ("--judge-min-overlap", config.judge_min_overlap),
         ("--revision", config.revision),
         ("--corpus", config.corpus),
         ("--aliases", config.aliases),
@@ -552,6 +555,8 @@ def run_compile(
         judge_lm = lm.copy()
     if config.context_tokens is None:
         config.context_tokens = default_context_tokens(config.model, context_window(lm))
+    if config.judge_min_overlap is None:
+        config.judge_min_overlap = default_min_overlap(config.judge_model or config.model)
     opt = config.optimizer_settings()
 
     settings = {key: getattr(config, key) for key in _STUDY_KEYS}
@@ -629,7 +634,7 @@ def run_compile(
         _write_json(out / "config.json", record)
 
     budget = CallBudget(config.max_lm_calls)
-    autorater = Autorater(judge_lm)
+    autorater = Autorater(judge_lm, min_overlap=config.judge_min_overlap)
     sink = RunFolder(out / "dev_runs")
 
     def compile_fn(program, trainset):
@@ -868,6 +873,7 @@ def _final_stage(
             judge_model=config.judge_model,
             api_base=config.api_base,
             judge_api_base=config.judge_api_base,
+            judge_min_overlap=config.judge_min_overlap,
             temperature=config.temperature,
             max_tokens=config.max_tokens,
             dataset=config.dataset,
@@ -1033,6 +1039,13 @@ def build_parser() -> argparse.ArgumentParser:
         "--judge-model", default=None, help="autorater LM (default: the same as --model)"
     )
     models.add_argument("--judge-api-base", default=None, help="server for --judge-model")
+    models.add_argument(
+        "--judge-min-overlap",
+        type=float,
+        default=None,
+        help="keep a judge's TRUE only if the answer holds this share of the gold answer's "
+        "content words (default 0.5 for the embedded judge, 0 for others)",
+    )
     models.add_argument("--temperature", type=float, default=defaults.temperature)
     models.add_argument(
         "--max-tokens",

@@ -15,6 +15,8 @@ from dspy.utils.dummies import DummyLM
 from frames_dspy.metrics import (
     Autorater,
     Judgement,
+    answer_overlap,
+    default_min_overlap,
     deterministic_match,
     extract_numbers,
     gold_recall,
@@ -291,3 +293,43 @@ def test_query_repetition_rate():
     assert query_repetition_rate({"generated": 0, "repeated": 0}) is None
     assert query_repetition_rate(None) is None
     assert math.isclose(query_repetition_rate({"generated": 3}), 0.0)
+
+
+# --- guarding a small judge's TRUE --------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("gold", "response", "expected"),
+    [
+        ("Jane Ballou", "The future wife's name is Sarah.", 0.0),
+        ("87", "1997", 0.0),
+        ("Jane Ballou", "Her name is Jane Smith", 0.5),
+        ("37th", "It ranks 37", 1.0),
+        ("The Battle of Hastings.", "Hastings", 0.5),
+    ],
+)
+def test_answer_overlap_counts_gold_content_words_and_numbers(gold, response, expected):
+    assert answer_overlap(gold, response) == pytest.approx(expected)
+
+
+def test_min_overlap_overrules_an_unsupported_true_from_the_judge():
+    # Measured on the embedded 0.5B judge: it accepted "Sarah" for "Jane Ballou".
+    rater = Autorater(judge_lm(verdict("TRUE")), min_overlap=0.5)
+    result = rater.judge("Who is my future wife?", "Jane Ballou", "Her name is Sarah Smith")
+    assert result == Judgement(False, "judge_overruled", result.explanation)
+    assert "0%" in result.explanation and rater.calls == 1
+
+
+def test_min_overlap_keeps_a_supported_true_and_every_false():
+    rater = Autorater(judge_lm(verdict("TRUE"), verdict("FALSE")), min_overlap=0.5)
+    supported = rater.judge("q", "Battle of Hastings", "it was the Hastings battle, 1066")
+    assert supported.correct is True and supported.method == "judge"
+    assert rater.judge("q", "Jane Ballou", "Sarah").correct is False
+
+
+def test_min_overlap_defaults_on_only_for_the_embedded_judge():
+    assert default_min_overlap("local") == 0.5
+    assert default_min_overlap("local-1.5b") == 0.5
+    assert default_min_overlap("openai/gpt-4o") == 0.0
+    with pytest.raises(ValueError, match="min_overlap"):
+        Autorater(min_overlap=1.5)
