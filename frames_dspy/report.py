@@ -29,6 +29,10 @@ __all__ = [
     "accuracy_by_reasoning_type",
     "accuracy_by_article_count",
     "failure_breakdown",
+    "FAILURE_KINDS",
+    "failure_table",
+    "failure_examples",
+    "plot_failures_by_type",
     "plot_accuracy_by_type",
     "plot_recall_by_round",
     "write_reports",
@@ -225,9 +229,6 @@ def failure_breakdown(frame: pd.DataFrame) -> pd.DataFrame:
 
 def plot_accuracy_by_type(frame: pd.DataFrame, path: str | Path | None = None):
     """Grouped bars: accuracy per reasoning type, one bar per condition. Returns the figure."""
-    import matplotlib
-
-    matplotlib.use("Agg", force=False)
     import matplotlib.pyplot as plt
 
     table = accuracy_by_reasoning_type(frame).drop(columns="questions")
@@ -248,24 +249,137 @@ def plot_accuracy_by_type(frame: pd.DataFrame, path: str | Path | None = None):
 
 def plot_recall_by_round(summary: dict[str, dict[str, Any]], path: str | Path | None = None):
     """Mean gold-article recall after each retrieval round, one line per condition."""
-    import matplotlib
-
-    matplotlib.use("Agg", force=False)
     import matplotlib.pyplot as plt
 
     fig, ax = plt.subplots(figsize=(7, 4))
-    for name, row in summary.items():
-        recall = row.get("recall_by_round") or []
-        if recall:
-            ax.plot(range(1, len(recall) + 1), recall, marker="o", label=name)
+    curves = {name: row.get("recall_by_round") or [] for name, row in summary.items()}
+    curves = {name: recall for name, recall in curves.items() if recall}
+    depth = max((len(r) for r in curves.values()), default=1)
+    markers = "osD^vPX*"
+    for i, (name, recall) in enumerate(curves.items()):
+        # Conditions often share a value after one round; shrinking markers keep each visible.
+        ax.plot(
+            range(1, len(recall) + 1),
+            recall,
+            marker=markers[i % len(markers)],
+            markersize=max(4, 11 - 1.5 * i),
+            alpha=0.85,
+            label=name,
+        )
     ax.set_xlabel("retrieval round")
     ax.set_ylabel("gold-article recall")
-    ax.set_ylim(0, 1)
+    ax.set_ylim(0, 1.05)
+    ax.set_xlim(0.5, depth + 0.5)
+    ax.set_xticks(range(1, depth + 1))
     ax.set_title("Gold articles in context after each round")
-    ax.xaxis.get_major_locator().set_params(integer=True)
-    if ax.get_legend_handles_labels()[0]:
+    if curves:
         ax.legend(title="condition", fontsize="small")
     fig.tight_layout()
+    if path is not None:
+        fig.savefig(path, dpi=120)
+        plt.close(fig)
+    return fig
+
+
+#: The kinds :func:`failure_breakdown` gives a wrong answer, in display order.
+FAILURE_KINDS = ["retrieval miss", "reasoning miss", "no gold in corpus", "judge error"]
+
+
+def failure_table(frame: pd.DataFrame) -> pd.DataFrame:
+    """Answers, correct ones and each failure kind, per (reasoning type, condition).
+
+    A question counts once under every reasoning type it carries.
+    """
+    columns = ["answers", "correct", *FAILURE_KINDS]
+    if frame.empty:
+        return pd.DataFrame(columns=columns)
+    outcome = failure_breakdown(frame)["failure"].reindex(frame.index).fillna("correct")
+    exploded = (
+        frame.assign(outcome=outcome)
+        .explode("reasoning_types")
+        .rename(columns={"reasoning_types": "reasoning_type"})
+    )
+    table = exploded.pivot_table(
+        index=["reasoning_type", "condition"],
+        columns="outcome",
+        values="id",
+        aggfunc="count",
+        fill_value=0,
+        observed=True,
+    )
+    table = table.reindex(columns=columns[1:], fill_value=0)
+    table.insert(0, "answers", table.sum(axis=1))
+    table.columns.name = None
+    return table.astype(int)
+
+
+def failure_examples(frame: pd.DataFrame, store=None) -> pd.DataFrame:
+    """The wrong answers, one row each, with the gold articles that never reached the context
+    (``missing_gold``: titles when an ``ArticleStore`` is given, else ids)."""
+    columns = [
+        "condition", "id", "reasoning_types", "question", "gold_answer", "answer",
+        "failure", "n_gold", "missing_gold", "judge_explanation",
+    ]  # fmt: skip
+    wrong = failure_breakdown(frame)
+    if wrong.empty:
+        return pd.DataFrame(columns=columns)
+
+    def name(article_id: str) -> str:
+        return store[article_id].title if store is not None and article_id in store else article_id
+
+    def missing(row) -> list[str]:
+        seen = {i for ids in (row.get("context_ids") or []) for i in ids}
+        return [name(i) for i in (row.get("gold_ids") or []) if i not in seen]
+
+    wrong["missing_gold"] = [missing(row) for _, row in wrong.iterrows()]
+    return wrong[[c for c in columns if c in wrong]].sort_values(["failure", "condition", "id"])
+
+
+_OUTCOME_COLOURS = {
+    "correct": "tab:green",
+    "retrieval miss": "tab:orange",
+    "reasoning miss": "tab:red",
+    "no gold in corpus": "0.6",
+    "judge error": "tab:purple",
+}
+
+
+def plot_failures_by_type(frame: pd.DataFrame, path: str | Path | None = None):
+    """One panel per condition: each reasoning type's answers stacked as correct and each
+    failure kind."""
+    import matplotlib.pyplot as plt
+
+    table = failure_table(frame)
+    present = [] if table.empty else list(table.index.get_level_values("condition"))
+    conditions = list(dict.fromkeys(present)) or ["(no answers)"]
+    cols = min(3, len(conditions))
+    rows = -(-len(conditions) // cols)
+    fig, axes = plt.subplots(
+        rows, cols, figsize=(4.2 * cols, 3.6 * rows), sharey=True, squeeze=False
+    )
+    for ax, condition in zip(axes.flat, conditions, strict=False):
+        part = (
+            table.xs(condition, level="condition")
+            if condition in present
+            else pd.DataFrame(columns=list(_OUTCOME_COLOURS))
+        )
+        bottom = pd.Series(0, index=part.index, dtype=float)
+        for kind, colour in _OUTCOME_COLOURS.items():
+            values = part[kind].astype(float) if kind in part else bottom * 0
+            ax.bar(part.index, values, bottom=bottom, color=colour, label=kind)
+            bottom = bottom + values
+        ax.set_title(str(condition))
+        ax.set_xlabel("reasoning type")
+        ax.tick_params(axis="x", rotation=30, labelsize="small")
+        ax.yaxis.get_major_locator().set_params(integer=True)
+    for ax in axes[:, 0]:
+        ax.set_ylabel("answers")
+    for ax in list(axes.flat)[len(conditions) :]:
+        ax.set_visible(False)
+    handles, labels = axes.flat[0].get_legend_handles_labels()
+    fig.legend(handles, labels, title="outcome", loc="upper right", fontsize="small")
+    fig.suptitle("Correct answers and failure kinds by reasoning type, per condition")
+    fig.tight_layout(rect=(0, 0, 0.86, 0.95))
     if path is not None:
         fig.savefig(path, dpi=120)
         plt.close(fig)

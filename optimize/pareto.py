@@ -140,9 +140,6 @@ def plot_pareto(
     title: str = "",
 ) -> None:
     """Accuracy against tokens per question: all trials grey, the front highlighted."""
-    import matplotlib
-
-    matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
     fig, ax = plt.subplots(figsize=(7, 4.5))

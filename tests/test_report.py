@@ -246,3 +246,27 @@ def test_condition_order_follows_the_paper():
     frame = predictions_frame([record(c, 1, True) for c in ["program", "oracle", "naive"]])
     assert list(frame["condition"].cat.categories) == ["naive", "oracle", "program"]
     assert report.CONDITION_ORDER[0] == "naive"
+
+
+def test_failure_table_counts_each_outcome_per_type_and_condition(records):
+    table = report.failure_table(predictions_frame(records))
+    oracle = table.xs("oracle", level="condition").sum()
+    assert oracle["answers"] == 3
+    assert (oracle["correct"], oracle["judge error"], oracle["reasoning miss"]) == (1, 1, 1)
+    assert (table["answers"] == table.drop(columns="answers").sum(axis=1)).all()
+    assert report.failure_table(pd.DataFrame()).empty
+
+
+def test_failure_examples_name_the_gold_articles_never_in_context():
+    rows = [
+        record("bm25-2", 1, False, gold_ids=["a", "b"], context_ids=[["a", "x"]], recall=[0.5],
+               question="q", gold_answer="g", answer="wrong", judge_explanation="no"),
+    ]  # fmt: skip
+    examples = report.failure_examples(predictions_frame(rows))
+    assert examples.loc[:, "missing_gold"].tolist() == [["b"]]
+    assert examples.iloc[0]["failure"] == "retrieval miss"
+
+
+def test_plot_failures_by_type_writes_a_png(tmp_path, records):
+    report.plot_failures_by_type(predictions_frame(records), tmp_path / "failures.png")
+    assert (tmp_path / "failures.png").stat().st_size > 1000
