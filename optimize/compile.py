@@ -59,6 +59,7 @@ from optimize.pareto import (
     trials_frame,
 )
 from optimize.study import (
+    PROMPTS,
     CallBudget,
     Objective,
     SearchSpace,
@@ -160,6 +161,10 @@ class CompileConfig:
     trials: int = 20
     timeout: float | None = None
     sampler: str = "tpe"
+    rounds: tuple[int, int] = (1, 5)
+    k: tuple[int, int] = (1, 5)
+    n_docs: tuple[int, int] = (1, 10)
+    prompts: tuple[str, ...] = PROMPTS
     pick: str = "best"
     optimizer: str = "none"
     optimize_in_trials: bool = False
@@ -507,7 +512,12 @@ def run_compile(
     config.validate()
     say = progress or (lambda line: logger.info("%s", line))
     rule = parse_pick(config.pick)
-    space = SearchSpace()
+    space = SearchSpace(
+        rounds=tuple(config.rounds),
+        k=tuple(config.k),
+        n_docs=tuple(config.n_docs),
+        prompts=tuple(config.prompts),
+    )
     out = Path(config.out or Path("runs") / f"opt-{datetime.now():%Y%m%d-%H%M%S}")
     config.out = str(out)
     out.mkdir(parents=True, exist_ok=True)
@@ -978,6 +988,27 @@ def _pick(text: str) -> str:
         raise argparse.ArgumentTypeError(str(err)) from None
 
 
+def _int_range(text: str) -> tuple[int, int]:
+    try:
+        low, _, high = text.partition("-")
+        bounds = (int(low), int(high or low))
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a range like 1-5 or a number") from None
+    if not 1 <= bounds[0] <= bounds[1]:
+        raise argparse.ArgumentTypeError(f"range {text!r} must satisfy 1 <= low <= high")
+    return bounds
+
+
+def _prompt_list(text: str) -> tuple[str, ...]:
+    names = tuple(p.strip() for p in text.split(",") if p.strip())
+    unknown = [p for p in names if p not in PROMPTS]
+    if unknown or not names:
+        raise argparse.ArgumentTypeError(
+            f"unknown prompt(s) {unknown or [text]}; choose from {', '.join(PROMPTS)}"
+        )
+    return names
+
+
 def build_parser() -> argparse.ArgumentParser:
     defaults = CompileConfig()
     parser = argparse.ArgumentParser(
@@ -1101,6 +1132,27 @@ def build_parser() -> argparse.ArgumentParser:
         help="split, sampler and optimizer seed (default %(default)s)",
     )
     search = parser.add_argument_group("search")
+    search.add_argument(
+        "--rounds",
+        type=_int_range,
+        default=defaults.rounds,
+        help="range of rounds to search, e.g. 1-3 or 2 (default 1-5)",
+    )
+    search.add_argument(
+        "--k", type=_int_range, default=defaults.k, help="range of queries per round (default 1-5)"
+    )
+    search.add_argument(
+        "--n-docs",
+        type=_int_range,
+        default=defaults.n_docs,
+        help="range of articles per query (default 1-10)",
+    )
+    search.add_argument(
+        "--prompts",
+        type=_prompt_list,
+        default=defaults.prompts,
+        help="query prompts to try, comma-separated (default vanilla,planning)",
+    )
     search.add_argument(
         "--trials",
         type=int,

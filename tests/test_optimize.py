@@ -392,3 +392,14 @@ def test_storage_url_must_be_a_database_url(tiny, tmp_path):
 def test_env_is_isolated():
     # conftest points the caches at temporary folders; subprocesses inherit them.
     assert "frames-dspy-tests-" in os.environ["FRAMES_DSPY_CACHE"]
+
+
+def test_search_space_ranges_bound_every_trial(tiny, tmp_path):
+    _run(tiny, tmp_path, rounds=(2, 2), k=(1, 2), n_docs=(3, 4), prompts=("vanilla",))
+    trials = pd.read_csv(tmp_path / "trials.csv")
+    assert set(trials["params_rounds"]) == {2}
+    assert set(trials["params_k"]) <= {1, 2}
+    assert set(trials["params_n_docs"]) <= {3, 4}
+    assert set(trials["params_prompt"]) == {"vanilla"}
+    space = json.loads((tmp_path / "config.json").read_text())["search_space"]
+    assert space["rounds"] == [2, 2] and space["prompts"] == ["vanilla"]
