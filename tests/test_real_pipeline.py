@@ -1,0 +1,70 @@
+"""End to end on the embedded model and the real data: the CLI a user runs, kept small.
+
+Two questions, the naive prompt and multi-step planning with one short round, a small article
+budget. It checks the run folder a user would read, not whether the 0.5B model is right.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+
+import pytest
+
+pytestmark = pytest.mark.real
+
+# Two questions whose gold articles are all in the offline corpus.
+QUESTION_IDS = "0,3"
+
+
+def test_evaluate_cli_runs_the_embedded_model_on_real_questions(tmp_path, data_dir):
+    out = tmp_path / "run"
+    command = [
+        sys.executable, "-m", "frames_dspy.evaluate",
+        "--ids", QUESTION_IDS,
+        "--conditions", "naive,multistep-planning",
+        "--rounds", "1", "--k", "2", "--n-docs", "2",
+        "--context-tokens", "500",
+        "--max-tokens", "128",
+        "--out", str(out),
+        "--quiet",
+    ]  # fmt: skip
+    env = {**os.environ, "FRAMES_DATA_DIR": str(data_dir)}
+    done = subprocess.run(command, env=env, capture_output=True, text=True, timeout=900)
+    assert done.returncode == 0, done.stderr[-3000:]
+
+    records = [json.loads(line) for line in (out / "predictions.jsonl").read_text().splitlines()]
+    assert sorted((r["condition"], r["id"]) for r in records) == [
+        ("multistep-planning", 0), ("multistep-planning", 3), ("naive", 0), ("naive", 3),
+    ]  # fmt: skip
+    for record in records:
+        assert record["error"] is None, record["error"]
+        assert isinstance(record["answer"], str)
+        assert record["judge_method"] in {
+            "exact",
+            "number",
+            "contains",
+            "judge",
+            "empty",
+            "judge_error",
+        }
+        assert record["prompt_tokens"] > 0
+    multistep = [r for r in records if r["condition"] == "multistep-planning"]
+    for record in multistep:
+        assert len(record["queries"]) == 1 and 1 <= len(record["queries"][0]) <= 2
+        assert record["queries"][0][0] == record["question"]
+        assert 1 <= len(record["context_ids"][0]) <= 4
+        assert record["packing"]["used_tokens"] <= 500
+        assert record["recall"] is not None and 0.0 <= record["recall"][0] <= 1.0
+
+    summary = json.loads((out / "summary.json").read_text())
+    assert set(summary) == {"naive", "multistep-planning"}
+    assert all(row["n"] == 2 for row in summary.values())
+    config = json.loads((out / "config.json").read_text())
+    assert config["settings"]["model"] == "local"
+    assert config["corpus_articles"] > 12000  # the FRAMES articles plus distractor summaries
+    table = (out / "table.md").read_text()
+    assert "multistep-planning" in table and "0.660" in table
+    assert "run folder" in done.stdout
