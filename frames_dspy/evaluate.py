@@ -26,7 +26,8 @@ from typing import Any
 import dspy
 
 from frames_dspy import report
-from frames_dspy.corpus import ArticleStore, CorpusError, default_aliases, load_corpus
+from frames_dspy.cli import add_data_arguments, add_model_arguments, load_store
+from frames_dspy.corpus import ArticleStore, CorpusError
 from frames_dspy.data import DatasetError, dataset_fingerprint, load_frames, split_frames
 from frames_dspy.metrics import (
     Autorater,
@@ -34,7 +35,7 @@ from frames_dspy.metrics import (
     gold_recall,
     query_repetition_rate,
 )
-from frames_dspy.paths import data_file, default_dataset
+from frames_dspy.paths import default_dataset
 from frames_dspy.programs import CONDITIONS, build_program, describe, load_program
 
 logger = logging.getLogger(__name__)
@@ -252,7 +253,7 @@ def run_evaluation(
 
     needs_corpus = any(c != "naive" for c in config.conditions)
     if store is None and (needs_corpus or config.corpus):
-        store = _load_store(config)
+        store = load_store(config)
     kinds = {CONDITIONS[c]["kind"] if c in CONDITIONS else "program" for c in config.conditions}
     if retriever is None and store is not None and kinds & {"bm25", "multihop", "program"}:
         from frames_dspy.retrieval import build_retriever
@@ -340,25 +341,6 @@ def _file_sha256(path: str | Path) -> str:
     import hashlib
 
     return hashlib.sha256(Path(path).read_bytes()).hexdigest()
-
-
-def _load_store(config: EvalConfig) -> ArticleStore:
-    """The article store a config names; fills in the default corpus and distractors."""
-    corpus = config.corpus or data_file("corpus")
-    if corpus is None:
-        raise ValueError(
-            "the retrieval and oracle conditions need a corpus: pass --corpus PATH "
-            "(JSONL of title/text articles) or set FRAMES_DATA_DIR; run only "
-            "--conditions naive without one"
-        )
-    if config.distractors is None and config.corpus is None and data_file("distractors"):
-        # Only the default corpus gets the default distractors; a user's own corpus is left
-        # as it is unless --distractors names a file.
-        config.distractors = str(data_file("distractors"))
-    config.corpus = str(corpus)
-    distractors = None if config.distractors in (None, "none") else config.distractors
-    aliases = config.aliases or default_aliases(corpus)
-    return load_corpus(corpus, aliases=aliases, distractors=distractors)
 
 
 def _make_program(condition: str, config: EvalConfig, *, retriever, store) -> dspy.Module:
@@ -579,66 +561,8 @@ def build_parser() -> argparse.ArgumentParser:
         help="token budget for articles in the answer prompt (default: from the "
         "model: 2000 for the embedded model, up to 100k for API models)",
     )
-    models = parser.add_argument_group("models")
-    models.add_argument(
-        "--model",
-        default=defaults.model,
-        help="'local' (embedded, offline), 'local-1.5b', 'local:/path.gguf', or a "
-        "LiteLLM model string such as openai/gpt-4o-mini (default %(default)s)",
-    )
-    models.add_argument(
-        "--api-base",
-        default=None,
-        help="OpenAI-compatible server for --model (vLLM, Ollama, llama.cpp)",
-    )
-    models.add_argument(
-        "--judge-model", default=None, help="autorater LM (default: the same as --model)"
-    )
-    models.add_argument("--judge-api-base", default=None, help="server for --judge-model")
-    models.add_argument(
-        "--judge-min-overlap",
-        type=float,
-        default=None,
-        help="keep a judge's TRUE only if the answer holds this share of the gold answer's "
-        "content words (default 0.5 for the embedded judge, which says TRUE to almost "
-        "anything; 0 for other judges)",
-    )
-    models.add_argument("--temperature", type=float, default=defaults.temperature)
-    models.add_argument(
-        "--max-tokens",
-        type=int,
-        default=defaults.max_tokens,
-        help="output tokens per LM call (default %(default)s)",
-    )
-    data = parser.add_argument_group("data")
-    data.add_argument(
-        "--dataset",
-        default=defaults.dataset,
-        help="hub id or local .tsv/.csv (default: %(default)s)",
-    )
-    data.add_argument("--revision", default=None, help="hub revision to pin")
-    data.add_argument(
-        "--corpus",
-        default=None,
-        help="articles JSONL(.gz) (default: frames_wiki/pages.jsonl.gz under $FRAMES_DATA_DIR)",
-    )
-    data.add_argument(
-        "--aliases",
-        default=None,
-        help="link -> page_id TSV (default: frames_link_to_page.tsv beside corpus)",
-    )
-    data.add_argument(
-        "--distractors",
-        default=None,
-        help="distractor summaries JSON added to the index, or 'none' (default: "
-        "the Vital Articles summaries under $FRAMES_DATA_DIR when present)",
-    )
-    data.add_argument(
-        "--retriever",
-        choices=["bm25s", "rank-bm25"],
-        default=defaults.retriever,
-        help="BM25 backend (default %(default)s)",
-    )
+    add_model_arguments(parser, defaults)
+    add_data_arguments(parser, defaults)
     sel = parser.add_argument_group("which questions")
     sel.add_argument(
         "--split",

@@ -35,7 +35,8 @@ import dspy
 import optuna
 from optuna.trial import FrozenTrial, TrialState
 
-from frames_dspy.corpus import ArticleStore, CorpusError, default_aliases, load_corpus
+from frames_dspy.cli import add_data_arguments, add_model_arguments, load_store, positive_int
+from frames_dspy.corpus import ArticleStore, CorpusError
 from frames_dspy.data import DatasetError, dataset_fingerprint, load_frames, split_frames
 from frames_dspy.evaluate import (
     EvalConfig,
@@ -45,7 +46,7 @@ from frames_dspy.evaluate import (
     run_evaluation,
 )
 from frames_dspy.metrics import Autorater, default_min_overlap
-from frames_dspy.paths import data_file, default_dataset
+from frames_dspy.paths import default_dataset
 from frames_dspy.programs import build_program, describe, save_program
 from optimize.cost import estimate_cost
 from optimize.optimizers import OPTIMIZERS, OptimizerSettings, compile_program
@@ -367,22 +368,6 @@ def open_study(
 # --- helpers ------------------------------------------------------------------------------------
 
 
-def _load_store(config: CompileConfig) -> ArticleStore:
-    corpus = config.corpus or data_file("corpus")
-    if corpus is None:
-        raise ValueError(
-            "the MultiHop program needs a corpus: pass --corpus PATH (JSONL of title/text "
-            "articles) or set FRAMES_DATA_DIR"
-        )
-    config.corpus = str(corpus)
-    if config.distractors is None and data_file("distractors"):
-        config.distractors = str(data_file("distractors"))
-    if config.aliases is None and (aliases := default_aliases(corpus)):
-        config.aliases = str(aliases)
-    distractors = None if config.distractors in (None, "none") else config.distractors
-    return load_corpus(corpus, aliases=config.aliases, distractors=distractors)
-
-
 def _label(params: dict[str, Any]) -> str:
     return describe(trial_spec(params)).removeprefix("multihop ")
 
@@ -532,7 +517,7 @@ def run_compile(
             "the test split is empty: lower --train/--dev so some questions remain for the test"
         )
     if store is None:
-        store = _load_store(config)
+        store = load_store(config, needed_for="the MultiHop program and the study")
     if retriever is None:
         from frames_dspy.retrieval import build_retriever
 
@@ -968,19 +953,6 @@ def _test_limit(text: str) -> int | None:
     return value
 
 
-def _positive_int(name: str):
-    def parse(text: str) -> int:
-        try:
-            value = int(text)
-        except ValueError:
-            raise argparse.ArgumentTypeError(f"{name} {text!r} is not a whole number") from None
-        if value < 1:
-            raise argparse.ArgumentTypeError(f"{name} {value} must be at least 1")
-        return value
-
-    return parse
-
-
 def _pick(text: str) -> str:
     try:
         return str(parse_pick(text))
@@ -1058,53 +1030,8 @@ def build_parser() -> argparse.ArgumentParser:
             "completed, 2 bad input or an LM that cannot run, 130 interrupted."
         ),
     )
-    models = parser.add_argument_group("models")
-    models.add_argument(
-        "--model",
-        default=defaults.model,
-        help="program LM: 'local' (embedded, offline), 'local-1.5b', 'local:/path.gguf', or a "
-        "LiteLLM model string such as openai/gpt-4o-mini (default %(default)s)",
-    )
-    models.add_argument("--api-base", default=None, help="OpenAI-compatible server for --model")
-    models.add_argument(
-        "--judge-model", default=None, help="autorater LM (default: the same as --model)"
-    )
-    models.add_argument("--judge-api-base", default=None, help="server for --judge-model")
-    models.add_argument(
-        "--judge-min-overlap",
-        type=float,
-        default=None,
-        help="keep a judge's TRUE only if the answer holds this share of the gold answer's "
-        "content words (default 0.5 for the embedded judge, 0 for others)",
-    )
-    models.add_argument("--temperature", type=float, default=defaults.temperature)
-    models.add_argument(
-        "--max-tokens",
-        type=_positive_int("--max-tokens"),
-        default=defaults.max_tokens,
-        help="output tokens per program LM call (default %(default)s)",
-    )
-    data = parser.add_argument_group("data")
-    data.add_argument(
-        "--dataset",
-        default=defaults.dataset,
-        help="hub id or local .tsv/.csv (default %(default)s)",
-    )
-    data.add_argument("--revision", default=None, help="hub revision to pin")
-    data.add_argument(
-        "--corpus",
-        default=None,
-        help="articles JSONL(.gz) (default: frames_wiki/pages.jsonl.gz under $FRAMES_DATA_DIR)",
-    )
-    data.add_argument(
-        "--aliases", default=None, help="link -> page_id TSV (default: beside the corpus)"
-    )
-    data.add_argument(
-        "--distractors",
-        default=None,
-        help="distractor summaries JSON, or 'none' (default: the ones under $FRAMES_DATA_DIR)",
-    )
-    data.add_argument("--retriever", choices=["bm25s", "rank-bm25"], default=defaults.retriever)
+    add_model_arguments(parser, defaults)
+    add_data_arguments(parser, defaults)
     split = parser.add_argument_group("splits (the same seeded split as frames_dspy.evaluate)")
     split.add_argument(
         "--train",
@@ -1181,7 +1108,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     search.add_argument(
         "--context-tokens",
-        type=_positive_int("--context-tokens"),
+        type=positive_int("--context-tokens"),
         default=None,
         help="article budget of the answer prompt (default: from the model: 2000 for the "
         "embedded model, up to 100k for API models)",
@@ -1227,7 +1154,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     prompts.add_argument(
         "--optimizer-candidates",
-        type=_positive_int("--optimizer-candidates"),
+        type=positive_int("--optimizer-candidates"),
         default=defaults.optimizer_candidates,
         help="bootstrap-rs candidate programs / SIMBA candidates (default %(default)s)",
     )
@@ -1248,14 +1175,14 @@ def build_parser() -> argparse.ArgumentParser:
     )
     run.add_argument(
         "--max-lm-calls",
-        type=_positive_int("--max-lm-calls"),
+        type=positive_int("--max-lm-calls"),
         default=None,
         help="stop cleanly after this many LM calls in this process (program, judge and "
         "optimizer calls, cached ones included); finished trials are kept",
     )
     run.add_argument(
         "--threads",
-        type=_positive_int("--threads"),
+        type=positive_int("--threads"),
         default=defaults.threads,
         help="questions scored in parallel (default %(default)s)",
     )
