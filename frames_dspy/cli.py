@@ -8,12 +8,19 @@ one thing everywhere.
 from __future__ import annotations
 
 import argparse
+from collections.abc import Sequence
 from typing import Any
 
 from frames_dspy.corpus import ArticleStore, default_aliases, load_corpus
 from frames_dspy.paths import data_file
 
-__all__ = ["positive_int", "add_model_arguments", "add_data_arguments", "load_store"]
+__all__ = [
+    "positive_int",
+    "choice_list",
+    "add_model_arguments",
+    "add_data_arguments",
+    "load_store",
+]
 
 
 def positive_int(name: str):
@@ -27,6 +34,21 @@ def positive_int(name: str):
         if value < 1:
             raise argparse.ArgumentTypeError(f"{name} {value} must be at least 1")
         return value
+
+    return parse
+
+
+def choice_list(choices: Sequence[str], what: str):
+    """An argparse type for a comma-separated list drawn from ``choices`` (a tuple, in order)."""
+
+    def parse(text: str) -> tuple[str, ...]:
+        names = tuple(name.strip() for name in text.split(",") if name.strip())
+        unknown = [name for name in names if name not in choices]
+        if unknown or not names:
+            raise argparse.ArgumentTypeError(
+                f"unknown {what} {unknown or [text]}; choose from {', '.join(choices)}"
+            )
+        return names
 
     return parse
 

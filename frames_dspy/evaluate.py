@@ -26,7 +26,7 @@ from typing import Any
 import dspy
 
 from frames_dspy import report
-from frames_dspy.cli import add_data_arguments, add_model_arguments, load_store
+from frames_dspy.cli import add_data_arguments, add_model_arguments, choice_list, load_store
 from frames_dspy.corpus import ArticleStore, CorpusError
 from frames_dspy.data import DatasetError, dataset_fingerprint, load_frames, split_frames
 from frames_dspy.metrics import (
@@ -485,16 +485,6 @@ def _parse_ids(text: str) -> list[int]:
     return ids
 
 
-def _parse_conditions(text: str) -> list[str]:
-    names = [c.strip() for c in text.split(",") if c.strip()]
-    unknown = [c for c in names if c not in CONDITIONS]
-    if unknown or not names:
-        raise argparse.ArgumentTypeError(
-            f"unknown condition(s) {unknown or [text]}; choose from {', '.join(CONDITIONS)}"
-        )
-    return names
-
-
 def build_parser() -> argparse.ArgumentParser:
     defaults = EvalConfig()
     parser = argparse.ArgumentParser(
@@ -522,7 +512,7 @@ def build_parser() -> argparse.ArgumentParser:
     what = parser.add_argument_group("what to run")
     what.add_argument(
         "--conditions",
-        type=_parse_conditions,
+        type=choice_list(tuple(CONDITIONS), "condition(s)"),
         default=None,
         help=f"comma-separated; default all: {','.join(CONDITIONS)}",
     )
@@ -597,7 +587,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     logging.basicConfig(level=logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
     if args.limit is not None and args.limit < 1:
         parser.error(f"--limit {args.limit} must be at least 1")
-    conditions = args.conditions or (["program"] if args.program else list(CONDITIONS))
+    conditions = list(args.conditions or ()) or (["program"] if args.program else list(CONDITIONS))
     if args.program and args.conditions:
         conditions = [*args.conditions, "program"]
     values = {k: v for k, v in vars(args).items() if k not in ("conditions", "quiet")}

@@ -35,7 +35,13 @@ import dspy
 import optuna
 from optuna.trial import FrozenTrial, TrialState
 
-from frames_dspy.cli import add_data_arguments, add_model_arguments, load_store, positive_int
+from frames_dspy.cli import (
+    add_data_arguments,
+    add_model_arguments,
+    choice_list,
+    load_store,
+    positive_int,
+)
 from frames_dspy.corpus import ArticleStore, CorpusError
 from frames_dspy.data import DatasetError, dataset_fingerprint, load_frames, split_frames
 from frames_dspy.evaluate import (
@@ -971,16 +977,6 @@ def _int_range(text: str) -> tuple[int, int]:
     return bounds
 
 
-def _prompt_list(text: str) -> tuple[str, ...]:
-    names = tuple(p.strip() for p in text.split(",") if p.strip())
-    unknown = [p for p in names if p not in PROMPTS]
-    if unknown or not names:
-        raise argparse.ArgumentTypeError(
-            f"unknown prompt(s) {unknown or [text]}; choose from {', '.join(PROMPTS)}"
-        )
-    return names
-
-
 def build_parser() -> argparse.ArgumentParser:
     defaults = CompileConfig()
     parser = argparse.ArgumentParser(
@@ -1076,7 +1072,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     search.add_argument(
         "--prompts",
-        type=_prompt_list,
+        type=choice_list(PROMPTS, "prompt(s)"),
         default=defaults.prompts,
         help="query prompts to try, comma-separated (default vanilla,planning)",
     )
