@@ -40,6 +40,9 @@ from frames_dspy.programs import CONDITIONS, build_program, describe, load_progr
 
 logger = logging.getLogger(__name__)
 
+#: Output tokens for an autorater call: an explanation of a sentence or two and the verdict.
+JUDGE_MAX_TOKENS = 256
+
 __all__ = [
     "EvalConfig",
     "RunFolder",
@@ -84,7 +87,9 @@ class EvalConfig:
     judge_api_base: str | None = None
     judge_min_overlap: float | None = None
     temperature: float = 0.0
-    max_tokens: int = 512
+    # Answers and query lists are short; a small model that loops stops here instead of
+    # spending minutes (and a parse-failure retry) on 512 tokens of repetition.
+    max_tokens: int = 256
     dataset: str = field(default_factory=default_dataset)
     revision: str | None = None
     corpus: str | None = None
@@ -284,9 +289,12 @@ def run_evaluation(
         judge_spec = config.judge_model or config.model
         judge_base = config.judge_api_base if config.judge_model else config.api_base
         judge_lm = (
-            lm
+            # Same model: a copy with the judge's own limits (its verdicts are short).
+            lm.copy(temperature=0.0, max_tokens=JUDGE_MAX_TOKENS)
             if (judge_spec == config.model and judge_base == config.api_base)
-            else make_lm(judge_spec, temperature=0.0, max_tokens=256, api_base=judge_base)
+            else make_lm(
+                judge_spec, temperature=0.0, max_tokens=JUDGE_MAX_TOKENS, api_base=judge_base
+            )
         )
     if config.context_tokens is None:
         config.context_tokens = default_context_tokens(config.model, context_window(lm))

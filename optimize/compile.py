@@ -45,6 +45,7 @@ from frames_dspy.cli import (
 from frames_dspy.corpus import ArticleStore, CorpusError
 from frames_dspy.data import DatasetError, dataset_fingerprint, load_frames, split_frames
 from frames_dspy.evaluate import (
+    JUDGE_MAX_TOKENS,
     EvalConfig,
     RunFolder,
     default_context_tokens,
@@ -154,7 +155,7 @@ class CompileConfig:
     judge_api_base: str | None = None
     judge_min_overlap: float | None = None
     temperature: float = 0.0
-    max_tokens: int = 512
+    max_tokens: int = 256
     dataset: str = field(default_factory=default_dataset)
     revision: str | None = None
     corpus: str | None = None
@@ -547,13 +548,13 @@ def run_compile(
             else make_lm(
                 config.judge_model,
                 temperature=0.0,
-                max_tokens=256,
+                max_tokens=JUDGE_MAX_TOKENS,
                 api_base=config.judge_api_base,
             )
         )
     if judge_lm is None or judge_lm is lm:
         # Same model, separate instance: only the program's calls are metered as its tokens.
-        judge_lm = lm.copy()
+        judge_lm = lm.copy(temperature=0.0, max_tokens=JUDGE_MAX_TOKENS)
     if config.context_tokens is None:
         config.context_tokens = default_context_tokens(config.model, context_window(lm))
     if config.judge_min_overlap is None:
