@@ -35,6 +35,7 @@ logger = logging.getLogger(__name__)
 
 __all__ = [
     "Judgement",
+    "JUDGE_METHODS",
     "Autorater",
     "deterministic_match",
     "normalize_answer",
@@ -252,6 +253,10 @@ def answer_overlap(gold: str, response: str) -> float:
 def default_min_overlap(judge_spec: str) -> float:
     """0.5 for the embedded judges (``local...``), whose TRUE needs support; 0 otherwise."""
     return 0.5 if judge_spec.startswith("local") else 0.0
+
+
+#: Judgement methods that mean the judge LM was called (the others are rule-based).
+JUDGE_METHODS = frozenset({"judge", "judge_error", "judge_overruled"})
 
 
 @dataclass(frozen=True)

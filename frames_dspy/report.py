@@ -16,6 +16,8 @@ from typing import Any
 
 import pandas as pd
 
+from frames_dspy.metrics import JUDGE_METHODS
+
 logger = logging.getLogger(__name__)
 
 __all__ = [
@@ -138,7 +140,7 @@ def summarize_run(frame: pd.DataFrame) -> dict[str, dict[str, Any]]:
             "accuracy_judged": correct / judged if judged else None,
             "judge_errors": judge_errors,
             "program_errors": program_errors,
-            "judge_calls": int(group["judge_method"].isin(["judge", "judge_error"]).sum()),
+            "judge_calls": int(group["judge_method"].isin(JUDGE_METHODS).sum()),
             "recall_by_round": _recall_by_round(group.get("recall", pd.Series(dtype=object))),
             "tokens_per_question": float(tokens.mean()),
             "prompt_tokens_per_question": float(group["prompt_tokens"].fillna(0).mean()),

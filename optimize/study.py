@@ -34,7 +34,7 @@ from dspy.utils.callback import BaseCallback
 from optuna.trial import FrozenTrial, TrialState
 
 from frames_dspy.evaluate import RunAborted, RunFolder, run_question
-from frames_dspy.metrics import Autorater
+from frames_dspy.metrics import JUDGE_METHODS, Autorater
 from frames_dspy.programs import CHARS_PER_TOKEN, build_program, describe
 
 logger = logging.getLogger(__name__)
@@ -304,7 +304,7 @@ def score_program(
         score.records.append(record)
         score.n += 1
         score.correct += record["correct"] is True
-        score.judge_calls += record["judge_method"] in ("judge", "judge_error")
+        score.judge_calls += record["judge_method"] in JUDGE_METHODS
         score.judge_errors += record["judge_method"] == "judge_error"
         score.program_errors += record["error"] is not None
         score.lm_calls += int(record["lm_calls"] or 0)

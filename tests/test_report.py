@@ -270,3 +270,12 @@ def test_failure_examples_name_the_gold_articles_never_in_context():
 def test_plot_failures_by_type_writes_a_png(tmp_path, records):
     report.plot_failures_by_type(predictions_frame(records), tmp_path / "failures.png")
     assert (tmp_path / "failures.png").stat().st_size > 1000
+
+
+def test_an_overruled_verdict_still_counts_as_a_judge_call():
+    rows = [
+        record("naive", 1, False, judge_method="judge_overruled"),
+        record("naive", 2, True, judge_method="exact"),
+        record("naive", 3, False, judge_method="judge"),
+    ]
+    assert summarize_run(predictions_frame(rows))["naive"]["judge_calls"] == 2
