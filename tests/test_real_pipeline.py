@@ -13,6 +13,8 @@ import sys
 
 import pytest
 
+from frames_dspy.metrics import JUDGE_METHODS
+
 pytestmark = pytest.mark.real
 
 # Two questions whose gold articles are all in the offline corpus.
@@ -42,14 +44,7 @@ def test_evaluate_cli_runs_the_embedded_model_on_real_questions(tmp_path, data_d
     for record in records:
         assert record["error"] is None, record["error"]
         assert isinstance(record["answer"], str)
-        assert record["judge_method"] in {
-            "exact",
-            "number",
-            "contains",
-            "judge",
-            "empty",
-            "judge_error",
-        }
+        assert record["judge_method"] in JUDGE_METHODS | {"exact", "number", "contains", "empty"}
         assert record["prompt_tokens"] > 0
     multistep = [r for r in records if r["condition"] == "multistep-planning"]
     for record in multistep:
