@@ -33,7 +33,12 @@ def test_evaluate_cli_runs_the_embedded_model_on_real_questions(tmp_path, data_d
         "--out", str(out),
         "--quiet",
     ]  # fmt: skip
-    env = {**os.environ, "FRAMES_DATA_DIR": str(data_dir)}
+    # A cache of its own: an answer cached by another test must not stand in for a real call.
+    env = {
+        **os.environ,
+        "FRAMES_DATA_DIR": str(data_dir),
+        "DSPY_CACHEDIR": str(tmp_path / "dspy-cache"),
+    }
     done = subprocess.run(command, env=env, capture_output=True, text=True, timeout=900)
     assert done.returncode == 0, done.stderr[-3000:]
 
