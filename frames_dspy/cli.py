@@ -9,18 +9,46 @@ from __future__ import annotations
 
 import argparse
 from collections.abc import Sequence
+from dataclasses import dataclass, field, fields
 from typing import Any
 
 from frames_dspy.corpus import ArticleStore, default_aliases, load_corpus
-from frames_dspy.paths import data_file
+from frames_dspy.paths import data_file, default_dataset
 
 __all__ = [
+    "ModelDataSettings",
     "positive_int",
     "choice_list",
     "add_model_arguments",
     "add_data_arguments",
     "load_store",
 ]
+
+
+@dataclass
+class ModelDataSettings:
+    """The model and data settings every entry point shares (the options added by
+    :func:`add_model_arguments` and :func:`add_data_arguments`)."""
+
+    model: str = "local"
+    judge_model: str | None = None
+    api_base: str | None = None
+    judge_api_base: str | None = None
+    judge_min_overlap: float | None = None
+    temperature: float = 0.0
+    # Answers and query lists are short; a small model that loops stops here instead of
+    # spending minutes (and a parse-failure retry) on 512 tokens of repetition.
+    max_tokens: int = 256
+    dataset: str = field(default_factory=default_dataset)
+    revision: str | None = None
+    corpus: str | None = None
+    aliases: str | None = None
+    distractors: str | None = None
+    retriever: str = "bm25s"
+
+    def model_data_settings(self) -> dict[str, Any]:
+        """These shared settings as keyword arguments (to hand them to another config)."""
+        return {f.name: getattr(self, f.name) for f in fields(ModelDataSettings)}
 
 
 def positive_int(name: str):

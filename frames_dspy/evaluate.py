@@ -26,7 +26,13 @@ from typing import Any
 import dspy
 
 from frames_dspy import report
-from frames_dspy.cli import add_data_arguments, add_model_arguments, choice_list, load_store
+from frames_dspy.cli import (
+    ModelDataSettings,
+    add_data_arguments,
+    add_model_arguments,
+    choice_list,
+    load_store,
+)
 from frames_dspy.corpus import ArticleStore, CorpusError
 from frames_dspy.data import DatasetError, dataset_fingerprint, load_frames, split_frames
 from frames_dspy.metrics import (
@@ -35,7 +41,6 @@ from frames_dspy.metrics import (
     gold_recall,
     query_repetition_rate,
 )
-from frames_dspy.paths import default_dataset
 from frames_dspy.programs import CONDITIONS, build_program, describe, load_program
 
 logger = logging.getLogger(__name__)
@@ -77,25 +82,10 @@ _RESUME_KEYS = (
 
 
 @dataclass
-class EvalConfig:
+class EvalConfig(ModelDataSettings):
     """Every knob of an evaluation run (written to the run's ``config.json``)."""
 
     conditions: list[str] = field(default_factory=lambda: list(CONDITIONS))
-    model: str = "local"
-    judge_model: str | None = None
-    api_base: str | None = None
-    judge_api_base: str | None = None
-    judge_min_overlap: float | None = None
-    temperature: float = 0.0
-    # Answers and query lists are short; a small model that loops stops here instead of
-    # spending minutes (and a parse-failure retry) on 512 tokens of repetition.
-    max_tokens: int = 256
-    dataset: str = field(default_factory=default_dataset)
-    revision: str | None = None
-    corpus: str | None = None
-    aliases: str | None = None
-    distractors: str | None = None
-    retriever: str = "bm25s"
     split: str = "all"
     train: int = 50
     dev: int = 50

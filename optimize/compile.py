@@ -26,7 +26,7 @@ import sys
 import time
 import warnings
 from collections.abc import Callable, Sequence
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -36,6 +36,7 @@ import optuna
 from optuna.trial import FrozenTrial, TrialState
 
 from frames_dspy.cli import (
+    ModelDataSettings,
     add_data_arguments,
     add_model_arguments,
     choice_list,
@@ -53,7 +54,6 @@ from frames_dspy.evaluate import (
     run_evaluation,
 )
 from frames_dspy.metrics import Autorater, default_min_overlap
-from frames_dspy.paths import default_dataset
 from frames_dspy.programs import build_program, describe, save_program
 from optimize.cost import estimate_cost
 from optimize.optimizers import OPTIMIZERS, OptimizerSettings, compile_program
@@ -118,7 +118,7 @@ class NoCompleteTrials(RuntimeError):
 
 
 @dataclass
-class CompileConfig:
+class CompileConfig(ModelDataSettings):
     """Every knob of an ``optimize.compile`` run (written to the output's ``config.json``).
 
     Attributes:
@@ -149,19 +149,6 @@ class CompileConfig:
         out: Output folder; None means ``runs/opt-<timestamp>``.
     """
 
-    model: str = "local"
-    judge_model: str | None = None
-    api_base: str | None = None
-    judge_api_base: str | None = None
-    judge_min_overlap: float | None = None
-    temperature: float = 0.0
-    max_tokens: int = 256
-    dataset: str = field(default_factory=default_dataset)
-    revision: str | None = None
-    corpus: str | None = None
-    aliases: str | None = None
-    distractors: str | None = None
-    retriever: str = "bm25s"
     train: int = 20
     dev: int = 20
     test_limit: int | None = 50
@@ -871,19 +858,7 @@ def _final_stage(
         eval_config = EvalConfig(
             conditions=["program"],
             program=str(program_path),
-            model=config.model,
-            judge_model=config.judge_model,
-            api_base=config.api_base,
-            judge_api_base=config.judge_api_base,
-            judge_min_overlap=config.judge_min_overlap,
-            temperature=config.temperature,
-            max_tokens=config.max_tokens,
-            dataset=config.dataset,
-            revision=config.revision,
-            corpus=config.corpus,
-            aliases=config.aliases,
-            distractors=config.distractors,
-            retriever=config.retriever,
+            **config.model_data_settings(),
             split="test",
             train=config.train,
             dev=config.dev,
