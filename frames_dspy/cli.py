@@ -1,54 +1,17 @@
-"""What the command lines share: the model and data option groups, and loading the store.
+"""What the command lines share: argument types and the model and data option groups.
 
 ``python -m frames_dspy.evaluate`` and ``python -m optimize.compile`` take the same model and
-data options and resolve the corpus the same way; both build them from here so a flag means
-one thing everywhere.
+data options (their values land in :class:`frames_dspy.session.ModelDataSettings`); both add
+them from here so a flag means one thing everywhere.
 """
 
 from __future__ import annotations
 
 import argparse
 from collections.abc import Sequence
-from dataclasses import dataclass, field, fields
 from typing import Any
 
-from frames_dspy.corpus import ArticleStore, default_aliases, load_corpus
-from frames_dspy.paths import data_file, default_dataset
-
-__all__ = [
-    "ModelDataSettings",
-    "positive_int",
-    "choice_list",
-    "add_model_arguments",
-    "add_data_arguments",
-    "load_store",
-]
-
-
-@dataclass
-class ModelDataSettings:
-    """The model and data settings every entry point shares (the options added by
-    :func:`add_model_arguments` and :func:`add_data_arguments`)."""
-
-    model: str = "local"
-    judge_model: str | None = None
-    api_base: str | None = None
-    judge_api_base: str | None = None
-    judge_min_overlap: float | None = None
-    temperature: float = 0.0
-    # Answers and query lists are short; a small model that loops stops here instead of
-    # spending minutes (and a parse-failure retry) on 512 tokens of repetition.
-    max_tokens: int = 256
-    dataset: str = field(default_factory=default_dataset)
-    revision: str | None = None
-    corpus: str | None = None
-    aliases: str | None = None
-    distractors: str | None = None
-    retriever: str = "bm25s"
-
-    def model_data_settings(self) -> dict[str, Any]:
-        """These shared settings as keyword arguments (to hand them to another config)."""
-        return {f.name: getattr(self, f.name) for f in fields(ModelDataSettings)}
+__all__ = ["positive_int", "choice_list", "add_model_arguments", "add_data_arguments"]
 
 
 def positive_int(name: str):
@@ -148,30 +111,3 @@ def add_data_arguments(parser: argparse.ArgumentParser, defaults: Any) -> None:
         default=defaults.retriever,
         help="BM25 backend (default %(default)s)",
     )
-
-
-def load_store(
-    config: Any, *, needed_for: str = "the retrieval and oracle conditions"
-) -> ArticleStore:
-    """The article store a run config names (its ``corpus``, ``aliases``, ``distractors``).
-
-    Fills those fields in on ``config`` with what was used, so the run records it. Only the
-    default corpus (under ``FRAMES_DATA_DIR``) gets the default distractors; a user's own
-    corpus is left as it is unless ``distractors`` names a file.
-
-    Raises:
-        ValueError: no corpus given and none under ``FRAMES_DATA_DIR``.
-    """
-    corpus = config.corpus or data_file("corpus")
-    if corpus is None:
-        raise ValueError(
-            f"{needed_for} need a corpus: pass --corpus PATH (JSONL of title/text articles) "
-            "or set FRAMES_DATA_DIR"
-        )
-    if config.distractors is None and config.corpus is None and data_file("distractors"):
-        config.distractors = str(data_file("distractors"))
-    config.corpus = str(corpus)
-    if config.aliases is None and (aliases := default_aliases(corpus)):
-        config.aliases = str(aliases)
-    distractors = None if config.distractors in (None, "none") else config.distractors
-    return load_corpus(corpus, aliases=config.aliases, distractors=distractors)

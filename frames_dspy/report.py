@@ -17,6 +17,8 @@ from typing import Any
 import pandas as pd
 
 from frames_dspy.metrics import JUDGE_METHODS
+from frames_dspy.programs import CONDITIONS, PAPER_ACCURACY
+from frames_dspy.run_folder import read_predictions
 
 logger = logging.getLogger(__name__)
 
@@ -40,37 +42,8 @@ __all__ = [
     "write_reports",
 ]
 
-CONDITION_ORDER = ["naive", "bm25-2", "bm25-4", "oracle", "multistep-vanilla", "multistep-planning"]
-
-#: Gemini-Pro-1.5-0514 accuracy on all 824 questions, as reported in the FRAMES paper
-#: (naive prompt, BM25-R with 4 documents, oracle prompt, multi-step retrieval with search
-#: planning at 5 rounds x 5 queries x 10 documents). Conditions without a figure here show "—".
-PAPER_ACCURACY = {
-    "naive": 0.408,
-    "bm25-4": 0.474,
-    "oracle": 0.729,
-    "multistep-planning": 0.66,
-}
-
-
-def read_predictions(path: str | Path) -> list[dict[str, Any]]:
-    """Records of a ``predictions.jsonl``; a torn last line (killed writer) is ignored."""
-    path = Path(path)
-    if not path.is_file():
-        return []
-    records = []
-    lines = path.read_text(encoding="utf-8").splitlines()
-    for lineno, line in enumerate(lines, start=1):
-        if not line.strip():
-            continue
-        try:
-            records.append(json.loads(line))
-        except json.JSONDecodeError:
-            if lineno == len(lines):
-                logger.warning("ignoring an incomplete last line in %s", path)
-            else:
-                raise ValueError(f"{path}: line {lineno} is not valid JSON") from None
-    return records
+#: Tables list conditions in the order of :data:`frames_dspy.programs.CONDITIONS`.
+CONDITION_ORDER = list(CONDITIONS)
 
 
 def predictions_frame(run: str | Path | Iterable[dict[str, Any]]) -> pd.DataFrame:

@@ -4,7 +4,7 @@ An Optuna study searches ``rounds`` (1-5), ``k`` (1-5), ``n_docs`` (1-10) and th
 (vanilla or planning) for the best trade-off between dev-split accuracy (autorater) and tokens
 per question, keeping the Pareto front. One configuration is then picked from the front, its
 prompts optionally optimised on the train split with a DSPy optimizer, and the result saved as
-``program.json`` and scored once on the held-out test split.
+``program.json`` and scored once on the held-out test split (:mod:`optimize.final`).
 
 The output folder (``--out``) holds ``study.db`` (the default storage), ``config.json``,
 ``trials.csv``, ``pareto.md``, ``pareto.png``, ``program.json``, ``test_score.json``,
@@ -17,67 +17,41 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
-import hashlib
-import json
 import logging
 import os
-import shlex
 import sys
-import time
-import warnings
 from collections.abc import Callable, Sequence
-from dataclasses import asdict, dataclass
-from datetime import UTC, datetime
+from dataclasses import asdict
+from datetime import datetime
 from pathlib import Path
 from typing import Any
 
 import dspy
 import optuna
-from optuna.trial import FrozenTrial, TrialState
+from optuna.trial import FrozenTrial
 
-from frames_dspy.cli import (
-    ModelDataSettings,
-    add_data_arguments,
-    add_model_arguments,
-    choice_list,
-    load_store,
-    positive_int,
-)
+from frames_dspy.accounting import CallBudget, attached_callbacks
+from frames_dspy.cli import add_data_arguments, add_model_arguments, choice_list, positive_int
 from frames_dspy.corpus import ArticleStore, CorpusError
-from frames_dspy.data import DatasetError, dataset_fingerprint, load_frames, split_frames
-from frames_dspy.evaluate import (
-    JUDGE_MAX_TOKENS,
-    EvalConfig,
-    RunFolder,
-    default_context_tokens,
-    package_versions,
-    run_evaluation,
-)
-from frames_dspy.metrics import Autorater, default_min_overlap
-from frames_dspy.programs import build_program, describe, save_program
+from frames_dspy.data import DatasetError, load_frames, split_frames
+from frames_dspy.files import atomic_write_json
+from frames_dspy.lm import LMSetupError
+from frames_dspy.run_folder import RunFolder
+from frames_dspy.runner import RunAborted
+from frames_dspy.session import open_session
+from optimize.config import SAMPLERS, STUDY_KEYS, CompileConfig, CompileResult, NoCompleteTrials
 from optimize.cost import estimate_cost
-from optimize.optimizers import OPTIMIZERS, OptimizerSettings, compile_program
-from optimize.pareto import (
-    complete_trials,
-    pareto_front,
-    pareto_markdown,
-    parse_pick,
-    pick_trial,
-    plot_pareto,
-    trials_frame,
-)
+from optimize.final import CompileRun, final_stage, trial_line
+from optimize.optimizers import OPTIMIZERS
+from optimize.pareto import complete_trials, parse_pick
+from optimize.storage import make_sampler, open_study, redact
 from optimize.study import (
     PROMPTS,
-    CallBudget,
     Objective,
     SearchSpace,
     SurplusTrial,
-    TokenMeter,
-    attached_callbacks,
     count_active,
     reap_dead_local_trials,
-    score_program,
-    trial_spec,
 )
 
 logger = logging.getLogger(__name__)
@@ -86,382 +60,10 @@ __all__ = [
     "CompileConfig",
     "CompileResult",
     "NoCompleteTrials",
-    "open_study",
-    "reproduce_command",
     "run_compile",
     "build_parser",
     "main",
 ]
-
-SAMPLERS = ("tpe", "nsga2", "random")
-
-# Settings that change what a trial's numbers mean: a study resumes only when they match.
-_STUDY_KEYS = (
-    "model",
-    "judge_model",
-    "judge_min_overlap",
-    "api_base",
-    "temperature",
-    "max_tokens",
-    "retriever",
-    "train",
-    "dev",
-    "seed",
-    "context_tokens",
-    "include_question",
-    "cot",
-)
-
-
-class NoCompleteTrials(RuntimeError):
-    """The study holds no complete trial, so nothing can be picked."""
-
-
-@dataclass
-class CompileConfig(ModelDataSettings):
-    """Every knob of an ``optimize.compile`` run (written to the output's ``config.json``).
-
-    Attributes:
-        model, judge_model, api_base, judge_api_base, temperature, max_tokens: The program's
-            LM and the autorater's, as in ``frames_dspy.evaluate``.
-        dataset, revision, corpus, aliases, distractors, retriever: Data, as in evaluate.
-        train, dev, seed: The seeded split (evaluate's ``--train/--dev/--seed``); the test
-            split is the rest.
-        test_limit: Test questions scored at the end (the first N of the test split); None
-            scores the whole test split (~780 questions).
-        trials: The study's target number of complete trials; a rerun or an extra worker
-            runs trials until the study holds this many.
-        timeout: Seconds after which this process starts no new trial.
-        sampler: ``tpe`` (multi-objective TPE), ``nsga2`` or ``random``; seeded with ``seed``
-            (workers add their pid so they do not propose the same points).
-        pick: ``best`` or ``cheapest-within:TOL``.
-        optimizer: One of :data:`optimize.optimizers.OPTIMIZERS`.
-        optimize_in_trials: Compile prompts inside every trial instead of once at the end.
-        max_demos, demo_chars, instructions_only, optimizer_candidates: Optimizer limits;
-            ``instructions_only`` None means True for the embedded model.
-        storage: Optuna RDB URL; None means ``sqlite:///OUT/study.db``.
-        study_name: Name of the study in the storage.
-        workers_only: Run trials only (no pick, compile or test): for extra workers.
-        max_lm_calls: Stop cleanly once this process has made this many LM calls.
-        context_tokens: Article budget of the answer prompt; None derives it from the model.
-        include_question, cot: MultiHop options fixed for the whole study.
-        threads: Questions scored in parallel.
-        out: Output folder; None means ``runs/opt-<timestamp>``.
-    """
-
-    train: int = 20
-    dev: int = 20
-    test_limit: int | None = 50
-    seed: int = 0
-    trials: int = 20
-    timeout: float | None = None
-    sampler: str = "tpe"
-    rounds: tuple[int, int] = (1, 5)
-    k: tuple[int, int] = (1, 5)
-    n_docs: tuple[int, int] = (1, 10)
-    prompts: tuple[str, ...] = PROMPTS
-    pick: str = "best"
-    optimizer: str = "none"
-    optimize_in_trials: bool = False
-    max_demos: int = 2
-    demo_chars: int = 1500
-    instructions_only: bool | None = None
-    optimizer_candidates: int = 4
-    storage: str | None = None
-    study_name: str = "frames-multihop"
-    workers_only: bool = False
-    max_lm_calls: int | None = None
-    context_tokens: int | None = None
-    include_question: bool = True
-    cot: bool = False
-    threads: int = 1
-    out: str | None = None
-
-    def validate(self) -> None:
-        """Raise ValueError naming the first bad setting and how to fix it."""
-        checks = [
-            (self.train >= 0, f"--train {self.train} must be >= 0"),
-            (self.dev >= 1, f"--dev {self.dev} must be at least 1 (trials are scored on dev)"),
-            (
-                self.test_limit is None or self.test_limit >= 1,
-                f"--test-limit {self.test_limit} must be at least 1 (or 'all')",
-            ),
-            (self.trials >= 0, f"--trials {self.trials} must be >= 0"),
-            (
-                self.timeout is None or self.timeout > 0,
-                f"--timeout {self.timeout} must be a positive number of seconds",
-            ),
-            (self.threads >= 1, f"--threads {self.threads} must be at least 1"),
-            (
-                self.max_lm_calls is None or self.max_lm_calls >= 1,
-                f"--max-lm-calls {self.max_lm_calls} must be at least 1",
-            ),
-            (
-                self.context_tokens is None or self.context_tokens >= 50,
-                f"--context-tokens {self.context_tokens} must be at least 50",
-            ),
-            (self.max_tokens >= 1, f"--max-tokens {self.max_tokens} must be at least 1"),
-            (
-                self.sampler in SAMPLERS,
-                f"unknown sampler {self.sampler!r}; choose one of {', '.join(SAMPLERS)}",
-            ),
-            (
-                self.optimizer in OPTIMIZERS,
-                f"unknown optimizer {self.optimizer!r}; choose one of {', '.join(OPTIMIZERS)}",
-            ),
-            (
-                not self.optimize_in_trials or self.optimizer != "none",
-                "--optimize-in-trials needs an --optimizer other than none",
-            ),
-            (
-                self.optimizer == "none" or self.train >= 2,
-                f"--optimizer {self.optimizer} needs at least 2 train questions (--train)",
-            ),
-            (
-                not self.workers_only or bool(self.storage or self.out),
-                "--workers-only needs the study to join: pass the main run's --storage URL "
-                "or its --out folder",
-            ),
-            (bool(self.study_name.strip()), "--study-name must not be empty"),
-        ]
-        for ok, message in checks:
-            if not ok:
-                raise ValueError(message)
-        parse_pick(self.pick)
-        self.optimizer_settings()
-
-    def optimizer_settings(self) -> OptimizerSettings:
-        instructions_only = (
-            self.model.startswith("local")
-            if self.instructions_only is None
-            else self.instructions_only
-        )
-        return OptimizerSettings(
-            name=self.optimizer,
-            max_demos=self.max_demos,
-            demo_chars=self.demo_chars,
-            instructions_only=instructions_only,
-            candidates=self.optimizer_candidates,
-            threads=self.threads,
-            seed=self.seed,
-        )
-
-
-@dataclass
-class CompileResult:
-    """What a run produced; the files in ``out`` hold the details."""
-
-    out: Path
-    study_name: str
-    storage: str
-    complete_trials: int
-    lm_calls: int
-    chosen: dict[str, Any] | None = None
-    test: dict[str, Any] | None = None
-    stopped: str | None = None
-    command: str | None = None
-    config: CompileConfig | None = None
-
-
-# --- storage and study --------------------------------------------------------------------------
-
-
-def redact(url: str) -> str:
-    """The storage URL without its password (for logs and config files)."""
-    try:
-        from sqlalchemy.engine import make_url
-
-        return make_url(url).render_as_string(hide_password=True)
-    except Exception:  # noqa: BLE001 - anything unparsable is shown as given, minus nothing
-        return url
-
-
-def _storage(url: str, *, attempts: int = 4) -> optuna.storages.RDBStorage:
-    from sqlalchemy.exc import ArgumentError, DBAPIError
-
-    if "://" not in url:
-        raise ValueError(
-            f"--storage {url!r} is not a database URL; use e.g. sqlite:///study.db or "
-            "postgresql://user:password@host/dbname"
-        )
-    engine_kwargs = (
-        {"connect_args": {"timeout": 60}} if url.startswith("sqlite") else {"pool_pre_ping": True}
-    )
-    for attempt in range(attempts):
-        try:
-            # Heartbeats let Optuna fail the trials of workers that died on other machines.
-            with warnings.catch_warnings():
-                warnings.simplefilter("ignore", optuna.exceptions.ExperimentalWarning)
-                return optuna.storages.RDBStorage(
-                    url, engine_kwargs=engine_kwargs, heartbeat_interval=30, grace_period=120
-                )
-        except (ArgumentError, ImportError) as err:
-            raise ValueError(
-                f"--storage {redact(url)} cannot be used ({err}); use e.g. sqlite:///study.db "
-                "or postgresql://user:password@host/dbname (with its driver installed)"
-            ) from err
-        except DBAPIError as err:  # "database is locked", two workers creating tables
-            if attempt == attempts - 1:
-                raise ValueError(f"cannot open --storage {redact(url)}: {err}") from err
-            # Workers started together race to create the tables; the loser retries.
-            time.sleep(0.5 * (attempt + 1))
-    raise AssertionError("unreachable")
-
-
-def _sampler(name: str, seed: int, trials: int) -> optuna.samplers.BaseSampler:
-    if name == "nsga2":
-        return optuna.samplers.NSGAIISampler(seed=seed, population_size=max(4, min(20, trials)))
-    if name == "random":
-        return optuna.samplers.RandomSampler(seed=seed)
-    startup = min(10, max(3, trials // 2))
-    return optuna.samplers.TPESampler(seed=seed, n_startup_trials=startup)
-
-
-def open_study(
-    storage_url: str,
-    study_name: str,
-    *,
-    settings: dict[str, Any],
-    sampler: optuna.samplers.BaseSampler,
-) -> optuna.Study:
-    """Create the two-objective study, or load it if it exists with the same settings.
-
-    Raises:
-        ValueError: the storage cannot be opened, or the stored study was made with other
-            settings (another model, split, corpus...), whose trials are not comparable.
-    """
-    storage = _storage(storage_url)
-    study = optuna.create_study(
-        storage=storage,
-        study_name=study_name,
-        directions=["maximize", "minimize"],
-        sampler=sampler,
-        load_if_exists=True,
-    )
-    previous = study.user_attrs.get("settings")
-    if previous is None:
-        study.set_user_attr("settings", settings)
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore", optuna.exceptions.ExperimentalWarning)
-            study.set_metric_names(["accuracy", "tokens_per_q"])
-    else:
-        differences = [
-            f"{key}: {previous.get(key)!r} -> {settings.get(key)!r}"
-            for key in sorted(set(previous) | set(settings))
-            if previous.get(key) != settings.get(key)
-        ]
-        if differences:
-            raise ValueError(
-                f"study {study_name!r} in {redact(storage_url)} was made with other settings "
-                f"({'; '.join(differences)}); rerun with the same settings, or choose another "
-                "--study-name or --out"
-            )
-    return study
-
-
-# --- helpers ------------------------------------------------------------------------------------
-
-
-def _label(params: dict[str, Any]) -> str:
-    return describe(trial_spec(params)).removeprefix("multihop ")
-
-
-def trial_line(trial: FrozenTrial) -> str:
-    """One progress line for a finished trial."""
-    a = trial.user_attrs
-    if a.get("surplus"):
-        return f"trial {trial.number:>3}  skipped: the study already holds its trials"
-    label = _label(trial.params) if len(trial.params) == 4 else "?"
-    if trial.state == TrialState.COMPLETE:
-        acc, tokens = trial.values
-        line = (
-            f"trial {trial.number:>3}  {label:<22} acc {acc:.3f}  tok/q {tokens:>8.0f}  "
-            f"calls/q {a.get('lm_calls_per_q', 0):.1f}  judge err {a.get('judge_errors', 0)}  "
-            f"{a.get('seconds', 0):.0f}s"
-        )
-        if "duplicate_of" in a:
-            line += f"  (same as trial {a['duplicate_of']}, reused)"
-        return line
-    if trial.state == TrialState.PRUNED:
-        return f"trial {trial.number:>3}  {label:<22} stopped: {a.get('stopped', 'pruned')}"
-    return f"trial {trial.number:>3}  {label:<22} {trial.state.name.lower()}"
-
-
-def _sha256(path: Path) -> str:
-    return hashlib.sha256(path.read_bytes()).hexdigest()
-
-
-def _write_json(path: Path, payload: Any) -> None:
-    tmp = path.with_name(path.name + ".tmp")
-    tmp.write_text(json.dumps(payload, indent=2, ensure_ascii=False, default=str), "utf-8")
-    tmp.replace(path)
-
-
-def reproduce_command(config: CompileConfig, out: Path) -> str:
-    """The ``frames_dspy.evaluate`` command that re-scores ``OUT/program.json`` on test."""
-    args = [
-        "python",
-        "-m",
-        "frames_dspy.evaluate",
-        "--program",
-        str(out / "program.json"),
-        "--split",
-        "test",
-        "--train",
-        str(config.train),
-        "--dev",
-        str(config.dev),
-        "--seed",
-        str(config.seed),
-    ]
-    if config.test_limit is not None:
-        args += ["--limit", str(config.test_limit)]
-    args += ["--model", config.model]
-    for flag, value in (
-        ("--api-base", config.api_base),
-        ("--judge-model", config.judge_model),
-        ("--judge-api-base", config.judge_api_base),
-        ("--judge-min-overlap", config.judge_min_overlap),
-        ("--revision", config.revision),
-        ("--corpus", config.corpus),
-        ("--aliases", config.aliases),
-        ("--distractors", config.distractors),
-    ):
-        if value is not None:
-            args += [flag, str(value)]
-    args += [
-        "--dataset",
-        str(config.dataset),
-        "--retriever",
-        config.retriever,
-        "--context-tokens",
-        str(config.context_tokens),
-        "--temperature",
-        f"{config.temperature:g}",
-        "--max-tokens",
-        str(config.max_tokens),
-        "--out",
-        str(out / "test_rerun"),
-    ]
-    return shlex.join(args)
-
-
-def _prepare_test_dir(test_dir: Path, program_sha: str) -> None:
-    # run_evaluation resumes a run folder whose settings match; the program *path* is the same
-    # on every rerun, so a folder scored for an earlier program.json must not be resumed.
-    marker = test_dir / "program.sha256"
-    if test_dir.exists():
-        previous = marker.read_text().strip() if marker.is_file() else None
-        if previous == program_sha:
-            return
-        stale = test_dir.with_name(f"test_run-old-{datetime.now():%Y%m%d-%H%M%S}")
-        logger.warning("program.json changed since %s was scored; moving it to %s", test_dir, stale)
-        test_dir.rename(stale)
-    test_dir.mkdir(parents=True)
-    marker.write_text(program_sha + "\n")
-
-
-# --- the run ------------------------------------------------------------------------------------
 
 
 def run_compile(
@@ -485,8 +87,6 @@ def run_compile(
         NoCompleteTrials: nothing to pick (e.g. ``max_lm_calls`` ran out in the first trial).
         LMSetupError: the LM cannot run; DatasetError/CorpusError: unusable data files.
     """
-    from frames_dspy.lm import context_window, make_lm
-
     config = dataclasses.replace(config)
     config.validate()
     say = progress or (lambda line: logger.info("%s", line))
@@ -510,48 +110,25 @@ def run_compile(
         raise ValueError(
             "the test split is empty: lower --train/--dev so some questions remain for the test"
         )
-    if store is None:
-        store = load_store(config, needed_for="the MultiHop program and the study")
-    if retriever is None:
-        from frames_dspy.retrieval import build_retriever
-
-        retriever = build_retriever(store, backend=config.retriever)
-
-    lm = lm or make_lm(
-        config.model,
-        temperature=config.temperature,
-        max_tokens=config.max_tokens,
-        api_base=config.api_base,
+    session = open_session(
+        config,
+        store_needed=True,
+        retriever_needed=True,
+        needed_for="the MultiHop program and the study",
+        lm=lm,
+        judge_lm=judge_lm,
+        store=store,
+        retriever=retriever,
     )
-    if judge_lm is None:
-        same = (
-            config.judge_model in (None, config.model)
-            and (config.judge_api_base if config.judge_model else config.api_base)
-            == config.api_base
-        )
-        judge_lm = (
-            None
-            if same
-            else make_lm(
-                config.judge_model,
-                temperature=0.0,
-                max_tokens=JUDGE_MAX_TOKENS,
-                api_base=config.judge_api_base,
-            )
-        )
-    if judge_lm is None or judge_lm is lm:
-        # Same model, separate instance: only the program's calls are metered as its tokens.
-        judge_lm = lm.copy(temperature=0.0, max_tokens=JUDGE_MAX_TOKENS)
-    if config.context_tokens is None:
-        config.context_tokens = default_context_tokens(config.model, context_window(lm))
-    if config.judge_min_overlap is None:
-        config.judge_min_overlap = default_min_overlap(config.judge_model or config.model)
+    config = session.settings
+    config.out = str(out)
     opt = config.optimizer_settings()
 
-    settings = {key: getattr(config, key) for key in _STUDY_KEYS}
+    provenance = session.provenance(examples)
+    settings = {key: getattr(config, key) for key in STUDY_KEYS}
     settings.update(
-        dataset_sha256=dataset_fingerprint(examples),
-        corpus_sha256=store.fingerprint,
+        dataset_sha256=provenance["dataset_sha256"],
+        corpus_sha256=provenance["corpus_sha256"],
         space=space.as_dict(),
         trial_optimizer=opt.name if config.optimize_in_trials else None,
     )
@@ -560,7 +137,7 @@ def run_compile(
         storage_url,
         config.study_name,
         settings=settings,
-        sampler=_sampler(config.sampler, sampler_seed, config.trials),
+        sampler=make_sampler(config.sampler, sampler_seed, config.trials),
     )
     reap_dead_local_trials(study)
     new_trials = max(0, config.trials - count_active(study))
@@ -592,10 +169,7 @@ def run_compile(
         "storage": redact(storage_url),
         "study_name": config.study_name,
         "search_space": space.as_dict(),
-        "models": {
-            "program": getattr(lm, "model", str(lm)),
-            "judge": getattr(judge_lm, "model", str(judge_lm)),
-        },
+        "models": {"program": provenance["lm_model"], "judge": provenance["judge_model"]},
         "seeds": {"split": config.seed, "sampler": sampler_seed, "optimizer": config.seed},
         "splits": {
             "train": len(splits.train),
@@ -606,53 +180,51 @@ def run_compile(
             "train_ids": [ex.id for ex in splits.train],
             "dev_ids": [ex.id for ex in splits.dev],
         },
-        "dataset_sha256": settings["dataset_sha256"],
-        "corpus_sha256": store.fingerprint,
-        "corpus_articles": len(store),
+        "dataset_sha256": provenance["dataset_sha256"],
+        "corpus_sha256": provenance["corpus_sha256"],
+        "corpus_articles": provenance["corpus_articles"],
         "optimizer": asdict(opt),
         "estimate": {
             "lm_calls": round(estimate.calls),
             "tokens": round(estimate.tokens),
             "phases": [asdict(p) for p in estimate.phases],
         },
-        "packages": package_versions(),
-        "python": sys.version.split()[0],
-        "started": datetime.now(UTC).isoformat(timespec="seconds"),
+        "packages": provenance["packages"],
+        "python": provenance["python"],
+        "started": provenance["started"],
     }
     if not config.workers_only:
-        _write_json(out / "config.json", record)
+        atomic_write_json(out / "config.json", record)
 
-    budget = CallBudget(config.max_lm_calls)
-    autorater = Autorater(judge_lm, min_overlap=config.judge_min_overlap)
-    sink = RunFolder(out / "dev_runs")
-
-    def compile_fn(program, trainset):
-        return compile_program(
-            program,
-            trainset,
-            settings=opt,
-            autorater=autorater,
-            lm=lm,
-            reflection_lm=judge_lm,
-            store=store,
-        )
-
+    run = CompileRun(
+        config=config,
+        session=session,
+        examples=examples,
+        splits=splits,
+        opt=opt,
+        rule=rule,
+        budget=CallBudget(config.max_lm_calls),
+        sink=RunFolder(out / "dev_runs"),
+        say=say,
+        bars=progress is not None,
+    )
+    budget = run.budget
     objective = Objective(
         space=space,
         dev=splits.dev,
         train=splits.train,
-        lm=lm,
-        autorater=autorater,
-        store=store,
-        retriever=retriever,
+        lm=session.lm,
+        autorater=session.autorater,
+        store=session.store,
+        retriever=session.retriever,
         context_tokens=config.context_tokens,
         budget=budget,
         target=config.trials,
         include_question=config.include_question,
         cot=config.cot,
         threads=config.threads,
-        compile_fn=compile_fn if config.optimize_in_trials else None,
-        sink=sink,
+        compile_fn=run.compile if config.optimize_in_trials else None,
+        sink=run.sink,
     )
 
     def after_trial(study: optuna.Study, trial: FrozenTrial) -> None:
@@ -661,7 +233,7 @@ def run_compile(
             study.stop()
 
     stopped: str | None = None
-    with attached_callbacks(lm, budget, TokenMeter()), attached_callbacks(judge_lm, budget):
+    with attached_callbacks(session.lm, budget), attached_callbacks(session.judge_lm, budget):
         if new_trials > 0:
             study.optimize(
                 objective,
@@ -684,238 +256,8 @@ def run_compile(
         )
         if config.workers_only:
             return result
-        _final_stage(
-            config,
-            result,
-            record,
-            study=study,
-            rule=rule,
-            opt=opt,
-            splits=splits,
-            examples=examples,
-            lm=lm,
-            judge_lm=judge_lm,
-            autorater=autorater,
-            store=store,
-            retriever=retriever,
-            budget=budget,
-            sink=sink,
-            say=say,
-            bars=progress is not None,
-        )
+        final_stage(run, study, result, record)
     return result
-
-
-def _final_stage(
-    config: CompileConfig,
-    result: CompileResult,
-    record: dict[str, Any],
-    *,
-    study: optuna.Study,
-    rule,
-    opt: OptimizerSettings,
-    splits,
-    examples,
-    lm,
-    judge_lm,
-    autorater: Autorater,
-    store,
-    retriever,
-    budget: CallBudget,
-    sink: RunFolder,
-    say: Callable[[str], None],
-    bars: bool,
-) -> None:
-    out = result.out
-    phases = {"study": budget.calls}
-    trials_frame(study).to_csv(out / "trials.csv", index=False)
-    trials = complete_trials(study)
-    if not trials:
-        record.update(status="no complete trial", stopped=result.stopped, lm_calls=budget.calls)
-        _write_json(out / "config.json", record)
-        raise NoCompleteTrials(
-            f"study {config.study_name!r} holds no complete trial"
-            + (f" ({result.stopped})" if result.stopped else "")
-            + "; nothing to pick. Rerun with a larger --max-lm-calls/--timeout to add trials"
-        )
-    front = pareto_front(study)
-    chosen = pick_trial(front, rule)
-    (out / "pareto.md").write_text(
-        pareto_markdown(front, chosen, rule=rule, n_trials=len(trials)), encoding="utf-8"
-    )
-    plot_pareto(
-        trials,
-        front,
-        chosen,
-        out / "pareto.png",
-        title=f"FRAMES MultiHop on {config.model}: dev accuracy vs tokens",
-    )
-    say(f"Pareto front: {len(front)} of {len(trials)} complete trials (see pareto.md)")
-    say(f"chosen ({rule}): {trial_line(chosen)}")
-
-    spec = trial_spec(chosen.params, include_question=config.include_question, cot=config.cot)
-    program = build_program(
-        spec, retriever=retriever, store=store, context_tokens=config.context_tokens
-    )
-    compiled_info: dict[str, Any] = {"optimizer": opt.name, "demos_per_predictor": opt.demos}
-    if "program_state" in chosen.user_attrs:
-        program.load_state(json.loads(chosen.user_attrs["program_state"]))
-        compiled_info["compiled"] = "inside the trial"
-    elif opt.name != "none":
-        if budget.exhausted:
-            compiled_info["compiled"] = "skipped: --max-lm-calls reached"
-            result.stopped = result.stopped or f"--max-lm-calls {config.max_lm_calls} reached"
-        else:
-            say(
-                f"compiling the chosen program with {opt.name} on {len(splits.train)} train "
-                "questions ..."
-            )
-            started = time.perf_counter()
-            compiled = compile_program(
-                program,
-                splits.train,
-                settings=opt,
-                autorater=autorater,
-                lm=lm,
-                reflection_lm=judge_lm,
-                store=store,
-            )
-            score = score_program(
-                compiled,
-                splits.dev,
-                lm=lm,
-                autorater=autorater,
-                store=store,
-                label=f"compiled-{opt.name}",
-                budget=budget,
-                threads=config.threads,
-                sink=sink,
-            )
-            compiled_info.update(
-                seconds=round(time.perf_counter() - started, 1),
-                dev_accuracy_before=chosen.values[0],
-                dev_accuracy_after=score.accuracy if score.complete else None,
-                dev_tokens_per_q_after=round(score.tokens_per_q, 1) if score.complete else None,
-            )
-            # The trial's dev accuracy won the search, so it flatters the uncompiled program a
-            # little; a compiled program that still does at least as well is kept.
-            if score.complete and score.accuracy >= chosen.values[0]:
-                program = compiled
-                compiled_info["compiled"] = "kept (dev accuracy not lower)"
-            elif score.complete:
-                compiled_info["compiled"] = "discarded (lower dev accuracy than uncompiled)"
-            else:
-                compiled_info["compiled"] = "discarded (--max-lm-calls reached while re-scoring)"
-                result.stopped = result.stopped or f"--max-lm-calls {config.max_lm_calls} reached"
-            phases[opt.name] = budget.calls - phases["study"]
-            say(
-                f"{opt.name}: dev accuracy {chosen.values[0]:.3f} -> "
-                f"{score.accuracy:.3f} ({compiled_info['compiled']})"
-            )
-
-    chosen_info = {
-        "trial": chosen.number,
-        **chosen.params,
-        "label": _label(chosen.params),
-        "dev_accuracy": chosen.values[0],
-        "dev_tokens_per_q": chosen.values[1],
-        "dev_lm_calls_per_q": chosen.user_attrs.get("lm_calls_per_q"),
-        "pick": str(rule),
-        "pareto_size": len(front),
-        "compile": compiled_info,
-    }
-    result.chosen = chosen_info
-    program_path = out / "program.json"
-    save_program(
-        program,
-        str(program_path),
-        extra={
-            "optimize": {
-                **chosen_info,
-                "study_name": config.study_name,
-                "model": config.model,
-                "context_tokens": config.context_tokens,
-                "split": {"train": config.train, "dev": config.dev, "seed": config.seed},
-            }
-        },
-    )
-    command = reproduce_command(config, out)
-    result.command = command
-
-    if budget.exhausted:
-        result.stopped = result.stopped or f"--max-lm-calls {config.max_lm_calls} reached"
-        say(
-            f"{result.stopped}: the test split was not scored; rerun the same command with a "
-            "larger --max-lm-calls to finish"
-        )
-    else:
-        test_dir = out / "test_run"
-        _prepare_test_dir(test_dir, _sha256(program_path))
-        say(
-            f"scoring the chosen program once on {len(splits.test[: config.test_limit])} test "
-            "questions ..."
-        )
-        eval_config = EvalConfig(
-            conditions=["program"],
-            program=str(program_path),
-            **config.model_data_settings(),
-            split="test",
-            train=config.train,
-            dev=config.dev,
-            limit=config.test_limit,
-            context_tokens=config.context_tokens,
-            threads=config.threads,
-            out=str(test_dir),
-            seed=config.seed,
-        )
-        summary = run_evaluation(
-            eval_config,
-            lm=lm,
-            judge_lm=judge_lm,
-            examples=examples,
-            store=store,
-            retriever=retriever,
-            progress=bars,
-        )["program"]
-        result.test = {
-            "split": "test",
-            "n": summary["n"],
-            "correct": summary["correct"],
-            "accuracy": summary["accuracy"],
-            "ci95": summary["ci95"],
-            "judge_errors": summary["judge_errors"],
-            "program_errors": summary["program_errors"],
-            "tokens_per_question": summary["tokens_per_question"],
-            "lm_calls_per_question": summary["lm_calls_per_question"],
-            "seconds_per_question": summary["seconds_per_question"],
-            "test_limit": config.test_limit,
-            "test_split_size": len(splits.test),
-            "program": "program.json",
-            "program_sha256": _sha256(program_path),
-            "run_folder": "test_run",
-            "reproduce": command,
-        }
-        _write_json(out / "test_score.json", result.test)
-        phases["test"] = budget.calls - sum(phases.values())
-
-    result.lm_calls = budget.calls
-    record.update(
-        status="stopped" if result.stopped else "done",
-        stopped=result.stopped,
-        settings={**asdict(config), "storage": redact(config.storage or record["storage"])},
-        chosen=chosen_info,
-        study={
-            "complete_trials": len(trials),
-            "all_trials": len(study.trials),
-            "pareto_trials": [t.number for t in front],
-        },
-        test=result.test,
-        lm_calls=budget.calls,
-        lm_calls_by_phase=phases,
-        reproduce=command,
-        finished=datetime.now(UTC).isoformat(timespec="seconds"),
-    )
-    _write_json(out / "config.json", record)
 
 
 # --- the command line ---------------------------------------------------------------------------
@@ -1178,7 +520,6 @@ def main(argv: Sequence[str] | None = None) -> int:
         config.validate()
     except ValueError as err:
         parser.error(str(err))
-    from frames_dspy.lm import LMSetupError
 
     def show(line: str) -> None:
         print(line, flush=True)
@@ -1188,7 +529,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     except NoCompleteTrials as err:
         print(f"error: {err}", file=sys.stderr)
         return 1
-    except (DatasetError, CorpusError, ValueError, LMSetupError) as err:
+    except (DatasetError, CorpusError, ValueError, LMSetupError, RunAborted) as err:
         print(f"error: {err}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:

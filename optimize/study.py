@@ -5,46 +5,40 @@ the :class:`~frames_dspy.programs.MultiHop` program (optionally compiling its pr
 DSPy optimizer on the train split), scores it on the dev split with the autorater, and returns
 two objectives: accuracy (maximised) and tokens per question (minimised).
 
-Tokens per question are *metered*: every call of the program's LM is counted at
-``CHARS_PER_TOKEN`` characters per token (prompt plus completion), whether or not DSPy served
-it from its cache. The LM's own usage figures are kept as ``reported_tokens_per_q`` but cannot
-be the objective: a cache hit reports no tokens, so a configuration that repeats earlier calls
-(round one is the same for many configurations) would look cheaper than it is.
+Tokens per question are *metered* (:class:`frames_dspy.accounting.TokenMeter`): every call
+of the program's LM is counted at 4 characters per token (prompt plus completion), whether or
+not DSPy served it from its cache. The LM's own usage figures are kept as
+``reported_tokens_per_q`` but cannot be the objective: a cache hit reports no tokens, so a
+configuration that repeats earlier calls (round one is the same for many configurations) would
+look cheaper than it is.
 """
 
 from __future__ import annotations
 
-import contextlib
 import json
 import logging
-import math
 import os
 import socket
-import threading
 import time
 from collections.abc import Callable, Iterator, Sequence
-from concurrent.futures import ThreadPoolExecutor
-from contextvars import ContextVar
 from dataclasses import dataclass, field
 from typing import Any
 
 import dspy
 import optuna
-from dspy.utils.callback import BaseCallback
 from optuna.trial import FrozenTrial, TrialState
 
-from frames_dspy.evaluate import RunAborted, RunFolder, run_question
+from frames_dspy.accounting import CallBudget
 from frames_dspy.metrics import JUDGE_METHODS, Autorater
-from frames_dspy.programs import CHARS_PER_TOKEN, build_program, describe
+from frames_dspy.programs import ProgramSpec, build_program
+from frames_dspy.run_folder import RunFolder
+from frames_dspy.runner import Runner
 
 logger = logging.getLogger(__name__)
 
 __all__ = [
     "PROMPTS",
     "SearchSpace",
-    "CallBudget",
-    "TokenMeter",
-    "attached_callbacks",
     "DevScore",
     "score_program",
     "trial_spec",
@@ -104,102 +98,23 @@ class SearchSpace:
 
 
 def trial_spec(
-    params: dict[str, Any], *, include_question: bool = True, cot: bool = False
-) -> dict[str, Any]:
-    """The ``build_program`` spec for a trial's parameters."""
-    return {
-        "kind": "multihop",
-        "rounds": int(params["rounds"]),
-        "k": int(params["k"]),
-        "n_docs": int(params["n_docs"]),
-        "planning": params["prompt"] == "planning",
-        "include_question": include_question,
-        "cot": cot,
-    }
-
-
-# --- LM accounting ------------------------------------------------------------------------------
-
-
-class CallBudget(BaseCallback):
-    """Counts every call of the LMs it is attached to, against an optional limit.
-
-    Calls answered from DSPy's cache count too: the callback fires before the cache is asked.
-    The count never stops a call; callers check :attr:`exhausted` at safe points (before each
-    trial, before each question, before an optimizer or the test evaluation starts).
-    """
-
-    def __init__(self, limit: int | None = None):
-        if limit is not None and limit < 1:
-            raise ValueError(f"max_lm_calls={limit} must be at least 1 (or None for no limit)")
-        self.limit = limit
-        self.calls = 0
-        self._lock = threading.Lock()
-
-    def on_lm_start(self, call_id, instance, inputs):
-        with self._lock:
-            self.calls += 1
-
-    @property
-    def exhausted(self) -> bool:
-        return self.limit is not None and self.calls >= self.limit
-
-    @property
-    def remaining(self) -> int | None:
-        return None if self.limit is None else max(0, self.limit - self.calls)
-
-
-# Per-question accumulator [prompt tokens, completion tokens, calls], set by the thread running
-# the question; LM calls made outside a question (optimizers) are not metered.
-_QUESTION_METER: ContextVar[list[int] | None] = ContextVar("frames_question_meter", default=None)
-
-
-def _text_of(value: Any) -> str:
-    if value is None:
-        return ""
-    if isinstance(value, str):
-        return value
-    if isinstance(value, dict):
-        for key in ("content", "text"):
-            if key in value:
-                return _text_of(value[key])
-        return ""
-    if isinstance(value, list | tuple):
-        return "".join(_text_of(v) for v in value)
-    return str(value)
-
-
-def _tokens(text: str) -> int:
-    return math.ceil(len(text) / CHARS_PER_TOKEN)
-
-
-class TokenMeter(BaseCallback):
-    """Meters the program LM's calls per question, independent of DSPy's cache."""
-
-    def on_lm_start(self, call_id, instance, inputs):
-        meter = _QUESTION_METER.get()
-        if meter is not None:
-            prompt = inputs.get("messages") or inputs.get("prompt")
-            meter[0] += _tokens(_text_of(prompt))
-            meter[2] += 1
-
-    def on_lm_end(self, call_id, outputs, exception=None):
-        meter = _QUESTION_METER.get()
-        if meter is not None and outputs is not None:
-            meter[1] += _tokens(_text_of(outputs))
-
-
-@contextlib.contextmanager
-def attached_callbacks(lm: dspy.BaseLM, *callbacks: BaseCallback) -> Iterator[None]:
-    """Attach callbacks to an LM instance for the duration of the block."""
-    added = [cb for cb in callbacks if cb not in lm.callbacks]
-    lm.callbacks.extend(added)
-    try:
-        yield
-    finally:
-        for cb in added:
-            with contextlib.suppress(ValueError):
-                lm.callbacks.remove(cb)
+    params: dict[str, Any],
+    *,
+    include_question: bool = True,
+    cot: bool = False,
+    context_tokens: int | None = None,
+) -> ProgramSpec:
+    """The program spec for a trial's parameters."""
+    return ProgramSpec(
+        "multihop",
+        rounds=int(params["rounds"]),
+        k=int(params["k"]),
+        n_docs=int(params["n_docs"]),
+        planning=params["prompt"] == "planning",
+        include_question=include_question,
+        cot=cot,
+        context_tokens=context_tokens,
+    )
 
 
 # --- scoring a program on a split ---------------------------------------------------------------
@@ -269,38 +184,21 @@ def score_program(
     False). Each record is appended to ``sink`` (a run folder) with ``condition=label``.
 
     Raises:
-        LMSetupError: the LM cannot run (a missing key, a dead server); the message says why.
+        RunAborted: the LM cannot run (a missing key, a dead server); the message says why.
     """
-    from frames_dspy.lm import LMSetupError
-
     started = time.perf_counter()
-
-    def one(example: dspy.Example) -> dict[str, Any] | None:
-        if budget is not None and budget.exhausted:
-            return None
-        meter = [0, 0, 0]
-        token = _QUESTION_METER.set(meter)
-        try:
-            record = run_question(label, program, example, lm=lm, autorater=autorater, store=store)
-        finally:
-            _QUESTION_METER.reset(token)
-        record["metered_tokens"] = meter[0] + meter[1]
-        if sink is not None:
-            sink.append(record)
-        return record
-
+    runner = Runner(
+        lm,
+        autorater,
+        store,
+        threads=threads,
+        on_record=[sink.append] if sink is not None else [],
+        budget=budget,
+        meter=True,
+    )
+    results = runner.run(label, program, examples)
     score = DevScore(wanted=len(examples))
-    try:
-        if threads <= 1:
-            results = [one(ex) for ex in examples]
-        else:
-            with ThreadPoolExecutor(max_workers=threads) as pool:
-                results = list(pool.map(one, examples))
-    except RunAborted as err:
-        raise LMSetupError(str(err)) from err
     for record in results:
-        if record is None:
-            continue
         score.records.append(record)
         score.n += 1
         score.correct += record["correct"] is True
@@ -413,8 +311,13 @@ class Objective:
             trial.set_user_attr("surplus", True)
             raise SurplusTrial(f"the study already holds {self.target} trials")
         params = self.space.suggest(trial)
-        spec = trial_spec(params, include_question=self.include_question, cot=self.cot)
-        trial.set_user_attr("label", describe(spec))
+        spec = trial_spec(
+            params,
+            include_question=self.include_question,
+            cot=self.cot,
+            context_tokens=self.context_tokens,
+        )
+        trial.set_user_attr("label", spec.describe())
         earlier = self._same_params(trial, params)
         if earlier is not None:
             # Re-running would cost the same calls and, with DSPy's cache, return the same
@@ -430,9 +333,7 @@ class Objective:
 
         started = time.perf_counter()
         calls_before = self.budget.calls
-        program = build_program(
-            spec, retriever=self.retriever, store=self.store, context_tokens=self.context_tokens
-        )
+        program = build_program(spec, retriever=self.retriever, store=self.store)
         if self.compile_fn is not None:
             program = self.compile_fn(program, self.train)
             trial.set_user_attr("program_state", json.dumps(program.dump_state(), default=str))

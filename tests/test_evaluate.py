@@ -26,8 +26,9 @@ from dspy.utils.dummies import DummyLM
 from frames_dspy import evaluate
 from frames_dspy.corpus import load_corpus
 from frames_dspy.data import dataset_fingerprint, load_frames
-from frames_dspy.evaluate import EvalConfig, RunFolder, run_evaluation
+from frames_dspy.evaluation import EvalConfig, run_evaluation
 from frames_dspy.programs import CONDITIONS, Naive, save_program
+from frames_dspy.run_folder import RunFolder
 
 FIXTURES = Path(__file__).parent / "fixtures"
 REPO = Path(__file__).resolve().parents[1]
@@ -410,7 +411,7 @@ def call_main(argv, capsys) -> tuple[int, str, str]:
 @pytest.fixture
 def no_real_lm(monkeypatch):
     """main() cannot take an LM; make sure it never builds a real one."""
-    import frames_dspy.lm
+    import frames_dspy.session
 
     made = []
 
@@ -423,7 +424,7 @@ def no_real_lm(monkeypatch):
             }
         )
 
-    monkeypatch.setattr(frames_dspy.lm, "make_lm", fake_make_lm)
+    monkeypatch.setattr(frames_dspy.session, "make_lm", fake_make_lm)
     return made
 
 

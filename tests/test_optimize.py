@@ -20,7 +20,7 @@ import pandas as pd
 import pytest
 from optuna.trial import TrialState
 
-from frames_dspy.evaluate import EvalConfig, run_evaluation
+from frames_dspy.evaluation import EvalConfig, run_evaluation
 from frames_dspy.metrics import Autorater
 from frames_dspy.programs import build_program, load_program, save_program
 from frames_dspy.retrieval import build_retriever
@@ -134,7 +134,10 @@ def test_two_trial_study_writes_every_file_and_a_reproducible_test_score(tiny, t
     command = config["reproduce"]
     for part in ("--split test", "--train 3", "--dev 3", "--seed 0", "--limit 2"):
         assert part in command
-    assert "--context-tokens 400" in command and "program.json" in command
+    assert "program.json" in command
+    # The budget travels inside program.json, so the command need not repeat it.
+    saved = json.loads((tmp_path / "program.json").read_text())["frames_dspy_spec"]
+    assert saved["context_tokens"] == 400 and "--context-tokens" not in command
 
     # The command's settings, run through evaluate's machinery, give the same test score.
     score = json.loads((tmp_path / "test_score.json").read_text())
@@ -150,7 +153,6 @@ def test_two_trial_study_writes_every_file_and_a_reproducible_test_score(tiny, t
             dev=3,
             seed=0,
             limit=2,
-            context_tokens=400,
             out=str(tmp_path / "rerun"),
         ),
         lm=FakeLM(knowledge),
@@ -238,10 +240,10 @@ def test_compiled_program_round_trips_through_program_json(tiny, tmp_path):
     path = tmp_path / "program.json"
     save_program(compiled, str(path), extra={"optimize": {"trial": 7}})
 
-    loaded, saved_spec = load_program(
+    loaded, saved_spec, info = load_program(
         str(path), retriever=retriever, store=store, context_tokens=400
     )
-    assert saved_spec["optimize"] == {"trial": 7} and saved_spec["rounds"] == 2
+    assert info["optimize"] == {"trial": 7} and saved_spec.rounds == 2
     assert loaded.dump_state() == compiled.dump_state()
     with dspy.context(lm=lm):
         for example in examples[3:6]:
@@ -292,8 +294,8 @@ def test_bootstrap_random_search_runs_end_to_end(tiny, tmp_path):
     info = result.chosen["compile"]
     assert info["optimizer"] == "bootstrap-rs" and info["dev_accuracy_after"] is not None
     assert info["compiled"].startswith(("kept", "discarded"))
-    spec = json.loads((tmp_path / "program.json").read_text())["frames_dspy_spec"]
-    assert spec["optimize"]["compile"]["optimizer"] == "bootstrap-rs"
+    info = json.loads((tmp_path / "program.json").read_text())["frames_dspy_info"]
+    assert info["optimize"]["compile"]["optimizer"] == "bootstrap-rs"
     assert any("bootstrap-rs" in line for line in lines)  # in the estimate and the log
     assert (tmp_path / "test_score.json").is_file()
 

@@ -25,10 +25,8 @@ from frames_dspy.programs import (
     RetrieveThenAnswer,
     build_program,
     clean_queries,
-    describe,
     load_program,
     pack_articles,
-    program_spec,
     save_program,
 )
 from frames_dspy.retrieval import Hit, build_retriever
@@ -487,14 +485,15 @@ def test_build_program_for_every_condition(store):
         "oracle": Oracle,
         "multihop": MultiHop,
     }
-    for name, spec in CONDITIONS.items():
+    for name, condition in CONDITIONS.items():
+        spec = condition.spec
         program = build_program(spec, retriever=retriever, store=store, context_tokens=700)
-        assert isinstance(program, kinds[spec["kind"]]), name
-        assert program_spec(program)["kind"] == spec["kind"]
-    assert build_program(CONDITIONS["bm25-2"], retriever=retriever).n_docs == 2
-    planning = build_program(CONDITIONS["multistep-planning"], retriever=retriever)
+        assert isinstance(program, kinds[spec.kind]), name
+        assert program.spec.kind == spec.kind
+    assert build_program(CONDITIONS["bm25-2"].spec, retriever=retriever).n_docs == 2
+    planning = build_program(CONDITIONS["multistep-planning"].spec, retriever=retriever)
     assert planning.planning is True
-    assert describe(program_spec(planning)) == "multihop planning r5 k5 n10"
+    assert planning.spec.describe() == "multihop planning r5 k5 n10"
 
 
 def test_build_program_errors_name_the_problem(store):
@@ -518,28 +517,28 @@ def customise(program: dspy.Module) -> None:
 
 @pytest.mark.parametrize("condition", list(CONDITIONS))
 def test_save_load_round_trip_gives_the_same_predictions(store, tmp_path, condition):
-    spec = dict(CONDITIONS[condition])
-    if spec["kind"] == "multihop":
-        spec.update(rounds=2, k=2, n_docs=1)
+    spec = CONDITIONS[condition].spec
+    if spec.kind == "multihop":
+        spec = spec.replace(rounds=2, k=2, n_docs=1)
     retriever = ScriptedRetriever(store, ROUND_TABLE)
     program = build_program(spec, retriever=retriever, store=store, context_tokens=600)
     customise(program)
     path = tmp_path / "program.json"
     save_program(program, str(path), extra={"note": "test"})
 
-    loaded, saved_spec = load_program(
+    loaded, saved_spec, info = load_program(
         str(path), retriever=retriever, store=store, context_tokens=600
     )
     assert type(loaded) is type(program)
-    assert saved_spec["note"] == "test"
-    assert program_spec(loaded) == program_spec(program)
+    assert info["note"] == "test"
+    assert loaded.spec == program.spec == saved_spec
     assert loaded.dump_state() == program.dump_state()
 
     script = [plan("Bell birthplace"), plan("Edinburgh river"), {"answer": "Water of Leith"}]
-    if spec["kind"] == "multihop" and not spec["planning"]:
+    if spec.kind == "multihop" and not spec.planning:
         script = [{"queries": ["Bell birthplace"]}, {"queries": ["Edinburgh river"]}]
         script.append({"answer": "Water of Leith"})
-    elif spec["kind"] != "multihop":
+    elif spec.kind != "multihop":
         script = [{"answer": "Water of Leith"}]
     inputs = {"question": QUESTION, "gold_urls": ["Edinburgh", "Water of Leith"]}
     results = []

@@ -1,4 +1,4 @@
-"""The FRAMES paper's setups as DSPy modules, and context packing under a token budget.
+"""The FRAMES paper's setups as DSPy modules, one class per program kind.
 
 Every program returns a ``dspy.Prediction`` with the same fields, so the evaluation and the
 optimizers treat them alike:
@@ -11,14 +11,17 @@ optimizers treat them alike:
   what the LM reported; answers served from DSPy's cache cost none);
 - ``packing``: how the articles were fitted into the answer prompt (tokens, how much was cut);
 - ``query_stats``: generated, repeated and dropped queries, and query-generation errors.
+
+Each class declares its ``KIND``, the spec settings it takes (``SETTINGS``, with defaults) and
+the parts it needs (``NEEDS``: a retriever, an article store); defining the class registers
+the kind, so :func:`build_program` builds any :class:`~frames_dspy.programs.spec.ProgramSpec`.
 """
 
 from __future__ import annotations
 
 import logging
 import re
-from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 import dspy
@@ -26,6 +29,8 @@ from dspy.utils.exceptions import AdapterParseError
 from dspy.utils.usage_tracker import track_usage
 
 from frames_dspy.corpus import Article, ArticleStore
+from frames_dspy.programs.packing import CHARS_PER_TOKEN, PackedContext, pack_articles
+from frames_dspy.programs.spec import ProgramSpec, register_kind
 from frames_dspy.signatures import (
     AnswerFromKnowledge,
     AnswerWithContext,
@@ -36,121 +41,17 @@ from frames_dspy.signatures import (
 logger = logging.getLogger(__name__)
 
 __all__ = [
-    "CHARS_PER_TOKEN",
-    "CONDITIONS",
-    "PackedContext",
+    "PROGRAM_CLASSES",
     "Naive",
     "RetrieveThenAnswer",
     "Oracle",
     "MultiHop",
-    "pack_articles",
     "clean_queries",
     "build_program",
-    "program_spec",
-    "save_program",
-    "load_program",
-    "describe",
 ]
 
-# English Wikipedia text runs close to 4 characters per token for the Qwen and GPT tokenizers;
-# budgets are set in tokens and converted with this ratio, so no tokenizer pass is needed.
-CHARS_PER_TOKEN = 4.0
-
-#: Condition name -> program spec; the paper's six setups.
-CONDITIONS: dict[str, dict[str, Any]] = {
-    "naive": {"kind": "naive"},
-    "bm25-2": {"kind": "bm25", "n_docs": 2},
-    "bm25-4": {"kind": "bm25", "n_docs": 4},
-    "oracle": {"kind": "oracle"},
-    "multistep-vanilla": {"kind": "multihop", "planning": False},
-    "multistep-planning": {"kind": "multihop", "planning": True},
-}
-
-
-@dataclass
-class PackedContext:
-    """Articles rendered into one prompt field, with a record of what was cut."""
-
-    text: str
-    article_ids: list[str]
-    budget_tokens: int
-    used_tokens: int
-    kept_fraction: dict[str, float] = field(default_factory=dict)
-
-    @property
-    def n_truncated(self) -> int:
-        return sum(1 for f in self.kept_fraction.values() if f < 1.0)
-
-    def summary(self) -> dict[str, Any]:
-        return {
-            "budget_tokens": self.budget_tokens,
-            "used_tokens": self.used_tokens,
-            "articles": len(self.article_ids),
-            "truncated": self.n_truncated,
-            "kept_fraction": {k: round(v, 4) for k, v in self.kept_fraction.items()},
-        }
-
-
-def _fair_shares(lengths: Sequence[int], budget: int) -> list[int]:
-    # Water-filling: short articles keep all their text and leave the rest of their share to
-    # the longer ones, which split what remains equally.
-    shares = [0] * len(lengths)
-    remaining, pending = budget, sorted(range(len(lengths)), key=lambda i: lengths[i])
-    while pending:
-        share = remaining // len(pending)
-        i = pending[0]
-        if lengths[i] <= share:
-            shares[i] = lengths[i]
-            remaining -= lengths[i]
-            pending.pop(0)
-        else:
-            for j in pending:
-                shares[j] = share
-            break
-    return shares
-
-
-def _cut(text: str, limit: int) -> str:
-    if len(text) <= limit:
-        return text
-    cut = text[:limit]
-    space = cut.rfind(" ")
-    if space > limit * 0.8:
-        cut = cut[:space]
-    return cut.rstrip() + " …"
-
-
-def pack_articles(articles: Sequence[Article], budget_tokens: int) -> PackedContext:
-    """Render articles in order, each cut to a fair share of the budget; none is dropped.
-
-    Args:
-        articles: In retrieval order; that order is kept in the prompt.
-        budget_tokens: Tokens for the whole field (estimated at ``CHARS_PER_TOKEN``).
-
-    Returns:
-        The text and, per article, the fraction of its text kept.
-    """
-    if budget_tokens <= 0:
-        raise ValueError(f"budget_tokens={budget_tokens} must be positive")
-    headers = [f"[{i}] {a.title}\n" for i, a in enumerate(articles, start=1)]
-    # Reserve the headers, the blank lines between articles and a " …" cut mark per article.
-    overhead = sum(len(h) for h in headers) + 2 * max(len(articles) - 1, 0) + 2 * len(articles)
-    budget_chars = int(budget_tokens * CHARS_PER_TOKEN) - overhead
-    shares = _fair_shares([len(a.text) for a in articles], max(budget_chars, 0))
-    parts, kept = [], {}
-    for header, article, share in zip(headers, articles, shares, strict=True):
-        body = _cut(article.text, share) if share > 0 else "…"
-        parts.append(header + body)
-        kept[article.id] = min(share, len(article.text)) / max(len(article.text), 1)
-    text = "\n\n".join(parts)
-    return PackedContext(
-        text=text,
-        article_ids=[a.id for a in articles],
-        budget_tokens=budget_tokens,
-        used_tokens=round(len(text) / CHARS_PER_TOKEN),
-        kept_fraction=kept,
-    )
-
+#: Program kind -> its module class (filled as the classes below are defined).
+PROGRAM_CLASSES: dict[str, type[_FramesProgram]] = {}
 
 _BULLET = re.compile(r"^\s*(?:[-*•]|\d+[.)]|query\s*\d*:)\s*", re.IGNORECASE)
 
@@ -211,10 +112,38 @@ def clean_queries(
 
 
 class _FramesProgram(dspy.Module):
-    """Shared parts: the answer step, usage accounting, and the prediction layout."""
+    """Shared parts: the answer step, usage accounting, the prediction layout, and the spec."""
 
     #: Example fields passed to ``forward``.
     input_fields: tuple[str, ...] = ("question",)
+    #: The program kind; set by each concrete class, which registers it.
+    KIND: str = ""
+    #: Spec settings (constructor arguments and attributes) with their defaults.
+    SETTINGS: Mapping[str, Any] = {}
+    #: Non-LM parts the constructor takes first: ``retriever`` and/or ``store``.
+    NEEDS: tuple[str, ...] = ()
+
+    def __init_subclass__(cls, **kwargs):
+        super().__init_subclass__(**kwargs)
+        if cls.__dict__.get("KIND"):
+            register_kind(cls.KIND, cls.SETTINGS)
+            PROGRAM_CLASSES[cls.KIND] = cls
+
+    @property
+    def spec(self) -> ProgramSpec:
+        """The spec that rebuilds this program's shape (not its prompts or demos)."""
+        return ProgramSpec(self.KIND, **{name: getattr(self, name) for name in self.SETTINGS})
+
+    @classmethod
+    def from_spec(cls, spec: ProgramSpec, *, retriever=None, store=None) -> _FramesProgram:
+        """Build the program a spec describes, with the parts it needs."""
+        parts = {"retriever": retriever, "store": store}
+        missing = [name for name in cls.NEEDS if parts[name] is None]
+        if missing:
+            what = "a retriever" if missing[0] == "retriever" else "an article store"
+            raise ValueError(f"the {spec.kind} program needs {what}")
+        settings = {name: getattr(spec, name) for name in cls.SETTINGS}
+        return cls(*(parts[name] for name in cls.NEEDS), **settings)
 
     def __init__(self, *, context_tokens: int, cot: bool = False):
         super().__init__()
@@ -250,6 +179,9 @@ class _FramesProgram(dspy.Module):
 class Naive(_FramesProgram):
     """The paper's naive prompt: the question alone, no retrieval."""
 
+    KIND = "naive"
+    SETTINGS = {"cot": False}
+
     def __init__(self, *, cot: bool = False):
         dspy.Module.__init__(self)
         self.cot = cot
@@ -265,6 +197,10 @@ class Naive(_FramesProgram):
 
 class RetrieveThenAnswer(_FramesProgram):
     """BM25-R: the top ``n_docs`` articles for the question, then one answer call."""
+
+    KIND = "bm25"
+    SETTINGS = {"n_docs": 4, "context_tokens": None, "cot": False}
+    NEEDS = ("retriever",)
 
     def __init__(self, retriever, *, n_docs: int, context_tokens: int, cot: bool = False):
         super().__init__(context_tokens=context_tokens, cot=cot)
@@ -293,6 +229,9 @@ class RetrieveThenAnswer(_FramesProgram):
 class Oracle(_FramesProgram):
     """All gold articles the corpus has, then one answer call (the paper's upper bound)."""
 
+    KIND = "oracle"
+    SETTINGS = {"context_tokens": None, "cot": False}
+    NEEDS = ("store",)
     input_fields = ("question", "gold_urls")
 
     def __init__(self, store: ArticleStore, *, context_tokens: int, cot: bool = False):
@@ -338,6 +277,20 @@ class MultiHop(_FramesProgram):
         lead_chars: Characters of each article's opening shown in that view.
         cot: Answer with chain of thought.
     """
+
+    KIND = "multihop"
+    SETTINGS = {
+        "rounds": 5,
+        "k": 5,
+        "n_docs": 10,
+        "planning": True,
+        "include_question": True,
+        "context_tokens": None,
+        "found_tokens": 1000,
+        "lead_chars": 120,
+        "cot": False,
+    }
+    NEEDS = ("retriever",)
 
     def __init__(
         self,
@@ -443,154 +396,27 @@ class MultiHop(_FramesProgram):
         return self._run(body)
 
 
-# --- building, saving and loading programs by spec ------------------------------------------
-
-
-def program_spec(program: dspy.Module) -> dict[str, Any]:
-    """The constructor settings that rebuild ``program``'s shape (not its prompts)."""
-    if isinstance(program, MultiHop):
-        return {
-            "kind": "multihop",
-            "rounds": program.rounds,
-            "k": program.k,
-            "n_docs": program.n_docs,
-            "planning": program.planning,
-            "include_question": program.include_question,
-            "cot": program.cot,
-        }
-    if isinstance(program, RetrieveThenAnswer):
-        return {"kind": "bm25", "n_docs": program.n_docs, "cot": program.cot}
-    if isinstance(program, Oracle):
-        return {"kind": "oracle", "cot": program.cot}
-    if isinstance(program, Naive):
-        return {"kind": "naive", "cot": program.cot}
-    raise TypeError(f"not a frames_dspy program: {type(program).__name__}")
-
-
 def build_program(
-    spec: dict[str, Any],
+    spec: ProgramSpec | Mapping[str, Any],
     *,
     retriever=None,
     store: ArticleStore | None = None,
     context_tokens: int = 2000,
-) -> dspy.Module:
-    """Build a program from a spec (a ``CONDITIONS`` value, possibly with overrides).
+) -> _FramesProgram:
+    """Build the program a spec describes.
+
+    Args:
+        spec: A :class:`ProgramSpec` or its dict form.
+        retriever: For the kinds that search (``bm25``, ``multihop``).
+        store: For ``oracle``.
+        context_tokens: The article budget when the spec does not set one.
 
     Raises:
-        ValueError: an unknown kind, or a retriever/store missing for a kind that needs it.
+        ValueError: an unknown kind or setting, or a retriever/store missing for a kind that
+            needs it.
     """
-    spec = dict(spec)
-    kind = spec.pop("kind", None)
-    cot = bool(spec.pop("cot", False))
-    if kind == "naive":
-        return Naive(cot=cot)
-    if kind == "oracle":
-        if store is None:
-            raise ValueError("the oracle program needs an article store")
-        return Oracle(store, context_tokens=context_tokens, cot=cot)
-    if kind in ("bm25", "multihop") and retriever is None:
-        raise ValueError(f"the {kind} program needs a retriever")
-    if kind == "bm25":
-        return RetrieveThenAnswer(
-            retriever, n_docs=int(spec.get("n_docs", 4)), context_tokens=context_tokens, cot=cot
-        )
-    if kind == "multihop":
-        allowed = {
-            "rounds",
-            "k",
-            "n_docs",
-            "planning",
-            "include_question",
-            "found_tokens",
-            "lead_chars",
-        }
-        unknown = set(spec) - allowed
-        if unknown:
-            raise ValueError(
-                f"unknown multihop setting(s) {sorted(unknown)}; choose from {sorted(allowed)}"
-            )
-        return MultiHop(retriever, context_tokens=context_tokens, cot=cot, **spec)
-    raise ValueError(f"unknown program kind {kind!r}; choose one of naive, bm25, oracle, multihop")
-
-
-_SPEC_KEY = "frames_dspy_spec"
-
-
-def save_program(program: dspy.Module, path: str, *, extra: dict[str, Any] | None = None) -> None:
-    """Save prompts and demos (DSPy's JSON state) plus the spec that rebuilds the program.
-
-    The file is self-contained: :func:`load_program` needs nothing else.
-    """
-    import json
-    from pathlib import Path
-
-    state = program.dump_state()
-    state[_SPEC_KEY] = {**program_spec(program), **(extra or {})}
-    target = Path(path)
-    tmp = target.with_name(target.name + ".tmp")
-    tmp.write_text(json.dumps(state, indent=2, ensure_ascii=False, default=str), encoding="utf-8")
-    tmp.replace(target)
-
-
-def load_program(
-    path: str, *, retriever=None, store: ArticleStore | None = None, context_tokens: int = 2000
-) -> tuple[dspy.Module, dict[str, Any]]:
-    """Rebuild a program saved by :func:`save_program` and load its prompts and demos.
-
-    Returns:
-        The program and its saved spec.
-
-    Raises:
-        ValueError: the file is not JSON, has no spec, or its predictors do not match the
-            program its spec describes.
-    """
-    import json
-    from pathlib import Path
-
-    try:
-        state = json.loads(Path(path).read_text(encoding="utf-8"))
-    except (OSError, json.JSONDecodeError) as err:
-        raise ValueError(f"cannot read program file {path}: {err}") from err
-    spec = state.pop(_SPEC_KEY, None)
-    if not isinstance(spec, dict):
-        raise ValueError(
-            f"{path} has no '{_SPEC_KEY}' entry: it was not written by frames_dspy "
-            "(python -m optimize.compile writes program.json files that evaluate can load)"
-        )
-    shape = {k: v for k, v in spec.items() if k in _SHAPE_KEYS}
-    program = build_program(shape, retriever=retriever, store=store, context_tokens=context_tokens)
-    expected = {name for name, _ in program.named_predictors()}
-    found = {k for k in state if k != "metadata"}
-    if expected != found:
-        raise ValueError(
-            f"{path} holds predictors {sorted(found)} but a {spec.get('kind')} program has "
-            f"{sorted(expected)}: the file belongs to a different program shape"
-        )
-    program.load_state(state)
-    return program, spec
-
-
-_SHAPE_KEYS = frozenset(
-    {
-        "kind",
-        "rounds",
-        "k",
-        "n_docs",
-        "planning",
-        "include_question",
-        "cot",
-        "found_tokens",
-        "lead_chars",
-    }
-)
-
-
-def describe(spec: dict[str, Any]) -> str:
-    """A short human label for a spec, e.g. ``multihop planning r3 k2 n4``."""
-    kind = spec.get("kind")
-    if kind == "multihop":
-        style = "planning" if spec.get("planning") else "vanilla"
-        return f"multihop {style} r{spec.get('rounds')} k{spec.get('k')} n{spec.get('n_docs')}"
-    if kind == "bm25":
-        return f"bm25 n{spec.get('n_docs')}"
-    return str(kind)
+    if not isinstance(spec, ProgramSpec):
+        spec = ProgramSpec.from_dict(spec)
+    if spec.takes("context_tokens") and spec.context_tokens is None:
+        spec = spec.replace(context_tokens=context_tokens)
+    return PROGRAM_CLASSES[spec.kind].from_spec(spec, retriever=retriever, store=store)

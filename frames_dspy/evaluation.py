@@ -1,0 +1,279 @@
+"""The evaluation as a library: the paper's setups x FRAMES questions -> a run folder.
+
+``python -m frames_dspy.evaluate`` (its command line) and ``optimize.compile`` (its test score)
+both run it; notebooks call :func:`run_evaluation` with their own LMs or data.
+
+A run folder holds ``config.json`` (every knob, seeds, data and corpus hashes, package
+versions, model specs, each condition's program spec), ``predictions.jsonl`` (one line per
+question x condition, appended as each finishes, so a killed run resumes where it stopped),
+``summary.json``, ``table.md`` (the paper's Table 3 shape), per-reasoning-type and
+per-article-count tables, and plots.
+"""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import asdict, dataclass, field, replace
+from datetime import datetime
+from pathlib import Path
+from typing import Any
+
+import dspy
+
+from frames_dspy import report
+from frames_dspy.data import load_frames, split_frames
+from frames_dspy.files import sha256_file
+from frames_dspy.programs import (
+    CONDITIONS,
+    ProgramSpec,
+    build_program,
+    check_program_file,
+    load_program,
+)
+from frames_dspy.run_folder import RunFolder, setting_differences
+from frames_dspy.runner import Runner
+from frames_dspy.session import (
+    SESSION_KEYS,
+    ModelDataSettings,
+    Session,
+    load_store,
+    open_session,
+)
+
+logger = logging.getLogger(__name__)
+
+__all__ = ["EvalConfig", "RESUME_KEYS", "run_evaluation"]
+
+#: Settings that change what a prediction means: a run folder only resumes when they match.
+RESUME_KEYS = (
+    *SESSION_KEYS,
+    "dataset",
+    "corpus",
+    "distractors",
+    "rounds",
+    "k",
+    "n_docs",
+    "include_question",
+    "cot",
+    "program",
+)
+
+
+@dataclass
+class EvalConfig(ModelDataSettings):
+    """Every knob of an evaluation run (written to the run's ``config.json``).
+
+    Attributes:
+        conditions: Names from :data:`~frames_dspy.programs.CONDITIONS`, plus ``program``
+            for a saved program (``program`` names its file).
+        split, train, dev, seed: Which questions: all, or one part of the seeded split.
+        limit, ids: The first N selected questions, or these ids.
+        rounds, k, n_docs, include_question, cot: Multi-step knobs (``cot`` for every
+            condition).
+        threads: Questions run at once.
+        out: The run folder; None means ``runs/<timestamp>``.
+    """
+
+    conditions: list[str] = field(default_factory=lambda: list(CONDITIONS))
+    split: str = "all"
+    train: int = 50
+    dev: int = 50
+    limit: int | None = None
+    ids: list[int] | None = None
+    rounds: int = 5
+    k: int = 5
+    n_docs: int = 10
+    include_question: bool = True
+    cot: bool = False
+    threads: int = 1
+    program: str | None = None
+    out: str | None = None
+    seed: int = 0
+
+
+def _select(examples: list[dspy.Example], config: EvalConfig) -> list[dspy.Example]:
+    if config.split != "all":
+        splits = split_frames(examples, train=config.train, dev=config.dev, seed=config.seed)
+        examples = getattr(splits, config.split)
+    if config.ids is not None:
+        wanted = set(config.ids)
+        unknown = sorted(wanted - {ex.id for ex in examples})
+        if unknown:
+            raise ValueError(
+                f"--ids {unknown[:10]} are not in the selected questions "
+                f"(split {config.split!r}, ids run {min(e.id for e in examples)}.."
+                f"{max(e.id for e in examples)})"
+            )
+        examples = [ex for ex in examples if ex.id in wanted]
+    if config.limit is not None:
+        examples = examples[: config.limit]
+    if not examples:
+        raise ValueError("the selection is empty: check --split, --ids and --limit")
+    return examples
+
+
+def _condition_specs(config: EvalConfig) -> dict[str, ProgramSpec]:
+    """Each condition's spec with the run's knobs applied, validated before anything loads."""
+    unknown = [c for c in config.conditions if c not in CONDITIONS and c != "program"]
+    if unknown:
+        raise ValueError(f"unknown condition(s) {unknown}; choose from {list(CONDITIONS)}")
+    specs = {}
+    for name in config.conditions:
+        if name == "program":
+            if not config.program:
+                raise ValueError("condition 'program' needs --program FILE (a program.json)")
+            if not Path(config.program).is_file():
+                raise ValueError(f"--program {config.program!r} does not exist")
+            specs[name] = check_program_file(config.program)
+            continue
+        specs[name] = CONDITIONS[name].configured(
+            rounds=config.rounds,
+            k=config.k,
+            n_docs=config.n_docs,
+            include_question=config.include_question,
+            cot=config.cot,
+        )
+    return specs
+
+
+def _check_resume(run: RunFolder, config: dict[str, Any]) -> None:
+    previous = run.read_json("config.json")
+    if previous is None:
+        return
+    differences = setting_differences(previous.get("settings", {}), config["settings"], RESUME_KEYS)
+    for key in ("dataset_sha256", "corpus_sha256", "program_sha256"):
+        # A naive-only run has no corpus hash; it can be extended with retrieval conditions.
+        old, new = previous.get(key), config.get(key)
+        if old is not None and new is not None and old != new:
+            differences.append(f"{key} changed")
+    if differences:
+        raise ValueError(
+            f"run folder {run.path} was made with other settings ({'; '.join(differences)}); "
+            "resume with the same settings or choose a new --out"
+        )
+
+
+def _build(
+    label: str, spec: ProgramSpec, config: EvalConfig, session: Session, *, budget_given: bool
+) -> dspy.Module:
+    parts = {"retriever": session.retriever, "store": session.store}
+    if label == "program":
+        # The file's own budget stands unless --context-tokens was given.
+        override = session.context_tokens if budget_given or spec.context_tokens is None else None
+        program, spec, _ = load_program(config.program, context_tokens=override, **parts)
+        logger.info("loaded %s (%s)", config.program, spec.describe())
+        return program
+    if spec.takes("context_tokens"):
+        spec = spec.replace(context_tokens=session.context_tokens)
+    return build_program(spec, **parts)
+
+
+class _Bar:
+    """A tqdm bar per condition showing accuracy and tokens per question so far."""
+
+    def __init__(self, label: str, total: int, done: int, *, enabled: bool):
+        from tqdm.auto import tqdm
+
+        self._bar = tqdm(
+            total=total,
+            initial=done,
+            desc=f"{label:<18}",
+            disable=not enabled,
+            unit="q",
+            dynamic_ncols=True,
+        )
+        self.correct = self.tokens = self.finished = 0
+
+    def __call__(self, record: dict[str, Any]) -> None:
+        self.finished += 1
+        self.correct += bool(record["correct"])
+        self.tokens += record["prompt_tokens"] + record["completion_tokens"]
+        self._bar.set_postfix(
+            acc=f"{self.correct / self.finished:.2f}", tok_q=f"{self.tokens / self.finished:.0f}"
+        )
+        self._bar.update(1)
+
+    def close(self) -> None:
+        self._bar.close()
+
+
+def run_evaluation(
+    config: EvalConfig,
+    *,
+    lm: dspy.BaseLM | None = None,
+    judge_lm: dspy.BaseLM | None = None,
+    examples: list[dspy.Example] | None = None,
+    store=None,
+    retriever=None,
+    progress: bool = True,
+) -> dict[str, dict[str, Any]]:
+    """Run every condition on every selected question, resuming an existing run folder.
+
+    The LMs, examples, store and retriever can be injected (tests, notebooks); anything not
+    given is built from ``config``. Every condition and ``--program`` file is checked before
+    any model loads. Returns the per-condition summary.
+
+    Raises:
+        ValueError: a bad setting or selection, or a run folder made with other settings;
+            RunAborted / LMSetupError: an LM that cannot run; DatasetError / CorpusError.
+    """
+    specs = _condition_specs(config)
+    if examples is None:
+        examples = load_frames(config.dataset, revision=config.revision)
+    selected = _select(examples, config)
+    kinds = {spec.kind for spec in specs.values()}
+    settings = replace(config)  # filled in below; the caller's object stays as it was
+    if store is None and (kinds != {"naive"} or settings.corpus):
+        store = load_store(settings)
+    # Checked before any model is made: a wrong corpus should not cost a model load.
+    if "oracle" in specs and store and not any(store.resolve_many(e.gold_urls) for e in selected):
+        raise ValueError(
+            "the oracle condition needs gold articles, but the corpus has none for any "
+            "selected question: check --corpus (and its alias table) or drop oracle"
+        )
+    session = open_session(
+        settings,
+        store_needed=False,
+        retriever_needed=bool(kinds & {"bm25", "multihop"}),
+        lm=lm,
+        judge_lm=judge_lm,
+        store=store,
+        retriever=retriever,
+    )
+    settings = session.settings
+    budget_given = config.context_tokens is not None
+    programs = {
+        label: _build(label, spec, settings, session, budget_given=budget_given)
+        for label, spec in specs.items()
+    }
+
+    out = Path(settings.out or Path("runs") / datetime.now().strftime("%Y%m%d-%H%M%S"))
+    settings.out = str(out)
+    run = RunFolder(out)
+    run_config = {
+        "settings": asdict(settings),
+        "selected_ids": [ex.id for ex in selected],
+        "programs": {label: program.spec.to_dict() for label, program in programs.items()},
+        "program_sha256": sha256_file(settings.program) if settings.program else None,
+        **session.provenance(examples),
+    }
+    _check_resume(run, run_config)
+    run.write_json("config.json", run_config)
+    logger.info("run folder: %s", out)
+
+    done = run.done()
+    for label, program in programs.items():
+        todo = [ex for ex in selected if (label, ex.id) not in done]
+        bar = _Bar(label, len(selected), len(selected) - len(todo), enabled=progress)
+        runner = Runner(
+            session.lm,
+            session.autorater,
+            session.store,
+            threads=settings.threads,
+            on_record=[run.append, bar],
+        )
+        try:
+            runner.run(label, program, todo)
+        finally:
+            bar.close()
+    return report.write_reports(out, model=settings.model)

@@ -1,0 +1,48 @@
+"""The FRAMES paper's setups as DSPy programs.
+
+- :mod:`~frames_dspy.programs.spec`: :class:`ProgramSpec`, a program's shape as frozen data;
+- :mod:`~frames_dspy.programs.packing`: articles fitted into the answer prompt's budget;
+- :mod:`~frames_dspy.programs.modules`: one ``dspy.Module`` per kind, and ``build_program``;
+- :mod:`~frames_dspy.programs.conditions`: the paper's six setups as named specs;
+- :mod:`~frames_dspy.programs.io`: ``program.json`` save and load.
+"""
+
+from frames_dspy.programs.conditions import CONDITIONS, PAPER_ACCURACY, Condition
+from frames_dspy.programs.io import (
+    check_program_file,
+    load_program,
+    read_program_file,
+    save_program,
+)
+from frames_dspy.programs.modules import (
+    PROGRAM_CLASSES,
+    MultiHop,
+    Naive,
+    Oracle,
+    RetrieveThenAnswer,
+    build_program,
+    clean_queries,
+)
+from frames_dspy.programs.packing import CHARS_PER_TOKEN, PackedContext, pack_articles
+from frames_dspy.programs.spec import ProgramSpec
+
+__all__ = [
+    "CHARS_PER_TOKEN",
+    "CONDITIONS",
+    "PAPER_ACCURACY",
+    "PROGRAM_CLASSES",
+    "Condition",
+    "MultiHop",
+    "Naive",
+    "Oracle",
+    "PackedContext",
+    "ProgramSpec",
+    "RetrieveThenAnswer",
+    "build_program",
+    "check_program_file",
+    "clean_queries",
+    "load_program",
+    "pack_articles",
+    "read_program_file",
+    "save_program",
+]

@@ -1,0 +1,70 @@
+"""The FRAMES paper's setups as named program specs, with the paper's figures.
+
+Tables, help texts and the evaluation follow this table's order; a new condition is one entry.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+# Importing the module classes registers the program kinds the specs below use.
+from frames_dspy.programs import modules as _modules  # noqa: F401
+from frames_dspy.programs.spec import ProgramSpec
+
+__all__ = ["Condition", "CONDITIONS", "PAPER_ACCURACY"]
+
+
+@dataclass(frozen=True)
+class Condition:
+    """One setup: a named spec, what it does, and the paper's figure.
+
+    Attributes:
+        spec: The program (its budget is left to the run).
+        summary: One line on what the program does (help texts and tables).
+        paper: Gemini-Pro-1.5's accuracy on all 824 questions in the FRAMES paper, if reported.
+        knobs: Settings a run's options (``--rounds``, ``--k``, ``--n-docs``,
+            ``--no-question-query``, ``--cot``) may change; the others define the condition.
+    """
+
+    spec: ProgramSpec
+    summary: str
+    paper: float | None = None
+    knobs: tuple[str, ...] = ("cot",)
+
+    def configured(self, **options: Any) -> ProgramSpec:
+        """The spec with the run's options applied to the knobs this condition has."""
+        return self.spec.replace(
+            **{k: v for k, v in options.items() if k in self.knobs and v is not None}
+        )
+
+
+_MULTIHOP_KNOBS = ("rounds", "k", "n_docs", "include_question", "cot")
+
+#: Condition name -> :class:`Condition`, in the paper's order. Paper figures: Gemini-Pro-1.5
+#: with the naive prompt, BM25-R with 4 documents, the oracle prompt, and multi-step retrieval
+#: with search planning at 5 rounds x 5 queries x 10 documents; the others were not reported.
+CONDITIONS: dict[str, Condition] = {
+    "naive": Condition(ProgramSpec("naive"), "the question alone", paper=0.408),
+    "bm25-2": Condition(ProgramSpec("bm25", n_docs=2), "the top 2 BM25 articles for the question"),
+    "bm25-4": Condition(
+        ProgramSpec("bm25", n_docs=4), "the top 4 BM25 articles for the question", paper=0.474
+    ),
+    "oracle": Condition(ProgramSpec("oracle"), "all gold articles", paper=0.729),
+    "multistep-vanilla": Condition(
+        ProgramSpec("multihop", planning=False),
+        "ROUNDS rounds of K LM-written queries, N_DOCS articles each, then one answer",
+        knobs=_MULTIHOP_KNOBS,
+    ),
+    "multistep-planning": Condition(
+        ProgramSpec("multihop", planning=True),
+        "the same with the search-planning prompt",
+        paper=0.66,
+        knobs=_MULTIHOP_KNOBS,
+    ),
+}
+
+#: The paper's accuracy per condition, where it reported one.
+PAPER_ACCURACY: dict[str, float] = {
+    name: c.paper for name, c in CONDITIONS.items() if c.paper is not None
+}

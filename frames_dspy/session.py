@@ -1,0 +1,278 @@
+"""From settings to the things a run uses: program LM, judge LM, autorater, store, retriever.
+
+``python -m frames_dspy.evaluate`` and ``python -m optimize.compile`` (and the notebooks) take
+the same model and data settings and open them here, so a flag means one thing everywhere and
+both record the same provenance. Anything a caller already has (a test's fake LM, a notebook's
+store) is passed in and used as it is.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import logging
+from collections.abc import Sequence
+from dataclasses import dataclass, field, fields
+from typing import Any
+
+import dspy
+
+from frames_dspy.corpus import ArticleStore, default_aliases, load_corpus
+from frames_dspy.data import dataset_fingerprint
+from frames_dspy.lm import ModelSpec, context_window, make_lm, parse_spec
+from frames_dspy.metrics import Autorater, default_min_overlap
+from frames_dspy.paths import data_file, default_dataset
+from frames_dspy.run_folder import environment_record
+
+logger = logging.getLogger(__name__)
+
+__all__ = [
+    "JUDGE_MAX_TOKENS",
+    "SESSION_KEYS",
+    "ModelDataSettings",
+    "Session",
+    "open_session",
+    "make_judge",
+    "load_store",
+]
+
+#: Output tokens for an autorater call: an explanation of a sentence or two and the verdict.
+JUDGE_MAX_TOKENS = 256
+
+#: Settings that change what a prediction means, whatever the entry point: a run folder or a
+#: study made with other values is not resumed.
+SESSION_KEYS = (
+    "model",
+    "api_base",
+    "judge_model",
+    "judge_api_base",
+    "judge_min_overlap",
+    "temperature",
+    "max_tokens",
+    "retriever",
+    "context_tokens",
+)
+
+
+@dataclass
+class ModelDataSettings:
+    """The model and data settings every entry point shares.
+
+    Attributes:
+        model: The program LM's spec (``local``, ``local-1.5b``, ``local:/path.gguf`` or a
+            LiteLLM model string).
+        judge_model: The autorater's LM spec; None means the program's model.
+        api_base, judge_api_base: OpenAI-compatible servers for the two.
+        judge_min_overlap: See :class:`frames_dspy.metrics.Autorater`; None picks the default
+            for the judge's kind.
+        temperature, max_tokens: Program LM sampling and output limit.
+        context_tokens: Article budget of the answer prompt; None derives it from the model.
+        dataset, revision: FRAMES questions (a hub id with a pinned revision, or a local file).
+        corpus, aliases, distractors: The article store (see :func:`load_store`).
+        retriever: The BM25 backend.
+    """
+
+    model: str = "local"
+    judge_model: str | None = None
+    api_base: str | None = None
+    judge_api_base: str | None = None
+    judge_min_overlap: float | None = None
+    temperature: float = 0.0
+    # Answers and query lists are short; a small model that loops stops here instead of
+    # spending minutes (and a parse-failure retry) on 512 tokens of repetition.
+    max_tokens: int = 256
+    context_tokens: int | None = None
+    dataset: str = field(default_factory=default_dataset)
+    revision: str | None = None
+    corpus: str | None = None
+    aliases: str | None = None
+    distractors: str | None = None
+    retriever: str = "bm25s"
+
+    def model_data_settings(self) -> dict[str, Any]:
+        """These shared settings as keyword arguments (to hand them to another config)."""
+        return {f.name: getattr(self, f.name) for f in fields(ModelDataSettings)}
+
+    def judge_is_program_model(self) -> bool:
+        """Whether the autorater runs the program's own model (self-judging)."""
+        if self.judge_model in (None, self.model):
+            return (self.judge_api_base if self.judge_model else self.api_base) == self.api_base
+        return False
+
+
+def load_store(
+    settings: ModelDataSettings, *, needed_for: str = "the retrieval and oracle conditions"
+) -> ArticleStore:
+    """The article store the settings name (their ``corpus``, ``aliases``, ``distractors``).
+
+    Fills those fields in on ``settings`` with what was used, so the run records it. Only the
+    default corpus (under ``FRAMES_DATA_DIR``) gets the default distractors; a user's own
+    corpus is left as it is unless ``distractors`` names a file.
+
+    Raises:
+        ValueError: no corpus given and none under ``FRAMES_DATA_DIR``.
+    """
+    corpus = settings.corpus or data_file("corpus")
+    if corpus is None:
+        raise ValueError(
+            f"{needed_for} need a corpus: pass --corpus PATH (JSONL of title/text articles) "
+            "or set FRAMES_DATA_DIR"
+        )
+    if settings.distractors is None and settings.corpus is None and data_file("distractors"):
+        settings.distractors = str(data_file("distractors"))
+    settings.corpus = str(corpus)
+    if settings.aliases is None and (aliases := default_aliases(corpus)):
+        settings.aliases = str(aliases)
+    distractors = None if settings.distractors in (None, "none") else settings.distractors
+    return load_corpus(corpus, aliases=settings.aliases, distractors=distractors)
+
+
+def _spec_of(text: str, lm: Any) -> ModelSpec | None:
+    # An injected LM (a test's fake, a notebook's own dspy.LM) may carry a name that is no
+    # model spec at all; it is then treated as an API model.
+    spec = getattr(lm, "model_spec", None)
+    if isinstance(spec, ModelSpec):
+        return spec
+    try:
+        return parse_spec(text)
+    except ValueError:
+        return None
+
+
+def _is_embedded(spec: ModelSpec | None) -> bool:
+    return spec is not None and spec.kind in ("bundled", "gguf")
+
+
+def make_judge(
+    settings: ModelDataSettings,
+    *,
+    lm: dspy.BaseLM | None = None,
+    judge_lm: dspy.BaseLM | None = None,
+) -> tuple[dspy.BaseLM, Autorater]:
+    """The judge LM and the autorater, built exactly as every entry point builds them.
+
+    With the program's own model as judge, the judge is a copy of ``lm`` with its own limits
+    (greedy, :data:`JUDGE_MAX_TOKENS`), so its calls are told apart from the program's.
+    Fills ``settings.judge_min_overlap`` in when it is None.
+    """
+    if judge_lm is None:
+        if settings.judge_is_program_model():
+            if lm is None:
+                lm = make_lm(
+                    settings.model,
+                    temperature=settings.temperature,
+                    max_tokens=settings.max_tokens,
+                    api_base=settings.api_base,
+                )
+            judge_lm = lm.copy(temperature=0.0, max_tokens=JUDGE_MAX_TOKENS)
+        else:
+            judge_lm = make_lm(
+                settings.judge_model,
+                temperature=0.0,
+                max_tokens=JUDGE_MAX_TOKENS,
+                api_base=settings.judge_api_base,
+            )
+    elif judge_lm is lm:
+        judge_lm = lm.copy(temperature=0.0, max_tokens=JUDGE_MAX_TOKENS)
+    if settings.judge_min_overlap is None:
+        judge_text = settings.judge_model or settings.model
+        spec = _spec_of(judge_text, judge_lm)
+        settings.judge_min_overlap = default_min_overlap("local" if _is_embedded(spec) else "")
+    return judge_lm, Autorater(judge_lm, min_overlap=settings.judge_min_overlap)
+
+
+@dataclass
+class Session:
+    """What a run works with; ``settings`` is a filled-in copy of the caller's settings.
+
+    Attributes:
+        settings: The settings with every default resolved (corpus paths, budget, judge
+            overlap), as a run records them.
+        model: The program model's parsed spec (None for an injected LM with no spec).
+        lm, judge_lm, autorater: The program LM, the judge LM and the metric.
+        store, retriever: The article store and BM25 index (None when not needed).
+        context_tokens: The article budget of the answer prompt.
+    """
+
+    settings: ModelDataSettings
+    model: ModelSpec | None
+    lm: dspy.BaseLM
+    judge_lm: dspy.BaseLM
+    autorater: Autorater
+    store: ArticleStore | None
+    retriever: Any
+    context_tokens: int
+
+    @property
+    def self_judging(self) -> bool:
+        """The judge is the model under test (its verdicts tend to favour its own answers)."""
+        return self.settings.judge_is_program_model()
+
+    def provenance(self, examples: Sequence[dspy.Example]) -> dict[str, Any]:
+        """Hashes of the data and corpus, the models, package versions: for run configs."""
+        return {
+            "dataset_sha256": dataset_fingerprint(examples),
+            "corpus_sha256": self.store.fingerprint if self.store is not None else None,
+            "corpus_articles": len(self.store) if self.store is not None else 0,
+            "lm_model": getattr(self.lm, "model", str(self.lm)),
+            "judge_model": getattr(self.judge_lm, "model", str(self.judge_lm)),
+            **environment_record(),
+        }
+
+
+def open_session(
+    settings: ModelDataSettings,
+    *,
+    store_needed: bool,
+    retriever_needed: bool,
+    needed_for: str = "the retrieval and oracle conditions",
+    lm: dspy.BaseLM | None = None,
+    judge_lm: dspy.BaseLM | None = None,
+    store: ArticleStore | None = None,
+    retriever: Any = None,
+) -> Session:
+    """Open the store, the retriever and the LMs the settings name.
+
+    Args:
+        settings: Model and data settings (not modified; the session holds a filled copy).
+        store_needed: Load the corpus even if ``settings.corpus`` is not set.
+        retriever_needed: Build (or load) the BM25 index over the store.
+        needed_for: What needs the corpus, for the error when there is none.
+        lm, judge_lm, store, retriever: Already built parts to use instead.
+
+    Raises:
+        ValueError: no corpus where one is needed; LMSetupError: an LM cannot run.
+    """
+    settings = dataclasses.replace(settings)
+    if store is None and (store_needed or settings.corpus):
+        store = load_store(settings, needed_for=needed_for)
+    if retriever is None and retriever_needed and store is not None:
+        from frames_dspy.retrieval import build_retriever
+
+        retriever = build_retriever(store, backend=settings.retriever)
+    if lm is None:
+        lm = make_lm(
+            settings.model,
+            temperature=settings.temperature,
+            max_tokens=settings.max_tokens,
+            api_base=settings.api_base,
+        )
+    model = _spec_of(settings.model, lm)
+    judge_lm, autorater = make_judge(settings, lm=lm, judge_lm=judge_lm)
+    if settings.context_tokens is None:
+        window = context_window(lm)
+        if model is not None and hasattr(model, "default_context_tokens"):
+            settings.context_tokens = model.default_context_tokens(window)
+        elif _is_embedded(model):
+            settings.context_tokens = min(2000, (window or 4096) - 1500)
+        else:
+            settings.context_tokens = max(1000, min(100_000, window - 4000)) if window else 30_000
+    return Session(
+        settings=settings,
+        model=model,
+        lm=lm,
+        judge_lm=judge_lm,
+        autorater=autorater,
+        store=store,
+        retriever=retriever,
+        context_tokens=settings.context_tokens,
+    )

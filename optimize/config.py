@@ -1,0 +1,176 @@
+"""The settings of ``python -m optimize.compile`` and what a run of it returns."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from frames_dspy.lm import parse_spec
+from frames_dspy.session import SESSION_KEYS, ModelDataSettings
+from optimize.optimizers import OPTIMIZERS, OptimizerSettings
+from optimize.pareto import parse_pick
+from optimize.study import PROMPTS
+
+__all__ = ["SAMPLERS", "STUDY_KEYS", "CompileConfig", "CompileResult", "NoCompleteTrials"]
+
+
+def _is_embedded(spec: str) -> bool:
+    try:
+        return parse_spec(spec).kind in ("bundled", "gguf")
+    except ValueError:
+        return False
+
+
+SAMPLERS = ("tpe", "nsga2", "random")
+
+#: Settings that change what a trial's numbers mean: a study resumes only when they match.
+STUDY_KEYS = (*SESSION_KEYS, "train", "dev", "seed", "include_question", "cot")
+
+
+class NoCompleteTrials(RuntimeError):
+    """The study holds no complete trial, so nothing can be picked."""
+
+
+@dataclass
+class CompileConfig(ModelDataSettings):
+    """Every knob of an ``optimize.compile`` run (written to the output's ``config.json``).
+
+    Attributes:
+        model, judge_model, api_base, judge_api_base, temperature, max_tokens: The program's
+            LM and the autorater's, as in ``frames_dspy.evaluate``.
+        dataset, revision, corpus, aliases, distractors, retriever: Data, as in evaluate.
+        train, dev, seed: The seeded split (evaluate's ``--train/--dev/--seed``); the test
+            split is the rest.
+        test_limit: Test questions scored at the end (the first N of the test split); None
+            scores the whole test split (~780 questions).
+        trials: The study's target number of complete trials; a rerun or an extra worker
+            runs trials until the study holds this many.
+        timeout: Seconds after which this process starts no new trial.
+        sampler: ``tpe`` (multi-objective TPE), ``nsga2`` or ``random``; seeded with ``seed``
+            (workers add their pid so they do not propose the same points).
+        pick: ``best`` or ``cheapest-within:TOL``.
+        optimizer: One of :data:`optimize.optimizers.OPTIMIZERS`.
+        optimize_in_trials: Compile prompts inside every trial instead of once at the end.
+        max_demos, demo_chars, instructions_only, optimizer_candidates: Optimizer limits;
+            ``instructions_only`` None means True for the embedded model.
+        storage: Optuna RDB URL; None means ``sqlite:///OUT/study.db``.
+        study_name: Name of the study in the storage.
+        workers_only: Run trials only (no pick, compile or test): for extra workers.
+        max_lm_calls: Stop cleanly once this process has made this many LM calls.
+        context_tokens: Article budget of the answer prompt; None derives it from the model.
+        include_question, cot: MultiHop options fixed for the whole study.
+        threads: Questions scored in parallel.
+        out: Output folder; None means ``runs/opt-<timestamp>``.
+    """
+
+    train: int = 20
+    dev: int = 20
+    test_limit: int | None = 50
+    seed: int = 0
+    trials: int = 20
+    timeout: float | None = None
+    sampler: str = "tpe"
+    rounds: tuple[int, int] = (1, 5)
+    k: tuple[int, int] = (1, 5)
+    n_docs: tuple[int, int] = (1, 10)
+    prompts: tuple[str, ...] = PROMPTS
+    pick: str = "best"
+    optimizer: str = "none"
+    optimize_in_trials: bool = False
+    max_demos: int = 2
+    demo_chars: int = 1500
+    instructions_only: bool | None = None
+    optimizer_candidates: int = 4
+    storage: str | None = None
+    study_name: str = "frames-multihop"
+    workers_only: bool = False
+    max_lm_calls: int | None = None
+    include_question: bool = True
+    cot: bool = False
+    threads: int = 1
+    out: str | None = None
+
+    def validate(self) -> None:
+        """Raise ValueError naming the first bad setting and how to fix it."""
+        checks = [
+            (self.train >= 0, f"--train {self.train} must be >= 0"),
+            (self.dev >= 1, f"--dev {self.dev} must be at least 1 (trials are scored on dev)"),
+            (
+                self.test_limit is None or self.test_limit >= 1,
+                f"--test-limit {self.test_limit} must be at least 1 (or 'all')",
+            ),
+            (self.trials >= 0, f"--trials {self.trials} must be >= 0"),
+            (
+                self.timeout is None or self.timeout > 0,
+                f"--timeout {self.timeout} must be a positive number of seconds",
+            ),
+            (self.threads >= 1, f"--threads {self.threads} must be at least 1"),
+            (
+                self.max_lm_calls is None or self.max_lm_calls >= 1,
+                f"--max-lm-calls {self.max_lm_calls} must be at least 1",
+            ),
+            (
+                self.context_tokens is None or self.context_tokens >= 50,
+                f"--context-tokens {self.context_tokens} must be at least 50",
+            ),
+            (self.max_tokens >= 1, f"--max-tokens {self.max_tokens} must be at least 1"),
+            (
+                self.sampler in SAMPLERS,
+                f"unknown sampler {self.sampler!r}; choose one of {', '.join(SAMPLERS)}",
+            ),
+            (
+                self.optimizer in OPTIMIZERS,
+                f"unknown optimizer {self.optimizer!r}; choose one of {', '.join(OPTIMIZERS)}",
+            ),
+            (
+                not self.optimize_in_trials or self.optimizer != "none",
+                "--optimize-in-trials needs an --optimizer other than none",
+            ),
+            (
+                self.optimizer == "none" or self.train >= 2,
+                f"--optimizer {self.optimizer} needs at least 2 train questions (--train)",
+            ),
+            (
+                not self.workers_only or bool(self.storage or self.out),
+                "--workers-only needs the study to join: pass the main run's --storage URL "
+                "or its --out folder",
+            ),
+            (bool(self.study_name.strip()), "--study-name must not be empty"),
+        ]
+        for ok, message in checks:
+            if not ok:
+                raise ValueError(message)
+        parse_pick(self.pick)
+        self.optimizer_settings()
+
+    def optimizer_settings(self) -> OptimizerSettings:
+        instructions_only = self.instructions_only
+        if instructions_only is None:
+            # A small local window has no room for demos cut from whole articles.
+            instructions_only = _is_embedded(self.model)
+        return OptimizerSettings(
+            name=self.optimizer,
+            max_demos=self.max_demos,
+            demo_chars=self.demo_chars,
+            instructions_only=instructions_only,
+            candidates=self.optimizer_candidates,
+            threads=self.threads,
+            seed=self.seed,
+        )
+
+
+@dataclass
+class CompileResult:
+    """What a run produced; the files in ``out`` hold the details."""
+
+    out: Path
+    study_name: str
+    storage: str
+    complete_trials: int
+    lm_calls: int
+    chosen: dict[str, Any] | None = None
+    test: dict[str, Any] | None = None
+    stopped: str | None = None
+    command: str | None = None
+    config: CompileConfig | None = None

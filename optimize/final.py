@@ -1,0 +1,377 @@
+"""The end of ``optimize.compile``: pick from the Pareto front, compile, save, test once.
+
+:class:`CompileRun` holds what the study and the final stage share (the session, the splits,
+the call budget, the dev-run sink); :func:`final_stage` picks a configuration from the front,
+optionally optimises its prompts on train (kept only if dev accuracy does not drop), saves
+``program.json`` and scores it once on the test split through ``frames_dspy.evaluate``.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import shlex
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import asdict, dataclass
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+import dspy
+import optuna
+from optuna.trial import FrozenTrial, TrialState
+
+from frames_dspy.accounting import CallBudget
+from frames_dspy.data import Splits
+from frames_dspy.evaluation import EvalConfig, run_evaluation
+from frames_dspy.files import atomic_write_json, sha256_file
+from frames_dspy.programs import build_program, save_program
+from frames_dspy.run_folder import RunFolder
+from frames_dspy.session import Session
+from optimize.config import CompileConfig, CompileResult, NoCompleteTrials
+from optimize.optimizers import OptimizerSettings, compile_program
+from optimize.pareto import (
+    PickRule,
+    complete_trials,
+    pareto_front,
+    pareto_markdown,
+    pick_trial,
+    plot_pareto,
+    trials_frame,
+)
+from optimize.storage import redact
+from optimize.study import score_program, trial_spec
+
+logger = logging.getLogger(__name__)
+
+__all__ = ["CompileRun", "final_stage", "trial_line", "reproduce_command"]
+
+
+@dataclass
+class CompileRun:
+    """What the study and the final stage of one ``optimize.compile`` run share.
+
+    Attributes:
+        config: The settings, filled in (budget, judge overlap, corpus paths, out).
+        session: Program LM, judge, autorater, store and retriever.
+        examples, splits: All questions and the seeded split.
+        opt, rule: The prompt optimizer's settings and the pick rule.
+        budget: The process-wide LM call budget.
+        sink: The run folder of every dev question (``dev_runs/``).
+        say: Where progress lines go.
+        bars: Whether the test evaluation shows progress bars.
+    """
+
+    config: CompileConfig
+    session: Session
+    examples: list[dspy.Example]
+    splits: Splits
+    opt: OptimizerSettings
+    rule: PickRule
+    budget: CallBudget
+    sink: RunFolder
+    say: Callable[[str], None]
+    bars: bool = False
+
+    def compile(self, program: dspy.Module, trainset: Sequence[dspy.Example]) -> dspy.Module:
+        """Optimise ``program``'s prompts on ``trainset`` with the configured optimizer."""
+        return compile_program(
+            program,
+            trainset,
+            settings=self.opt,
+            autorater=self.session.autorater,
+            lm=self.session.lm,
+            reflection_lm=self.session.judge_lm,
+            store=self.session.store,
+        )
+
+    def score(self, program: dspy.Module, examples: Sequence[dspy.Example], *, label: str):
+        """Run and judge ``program`` on ``examples`` (dev answers go to ``sink``)."""
+        return score_program(
+            program,
+            examples,
+            lm=self.session.lm,
+            autorater=self.session.autorater,
+            store=self.session.store,
+            label=label,
+            budget=self.budget,
+            threads=self.config.threads,
+            sink=self.sink,
+        )
+
+
+def _label(params: dict[str, Any]) -> str:
+    return trial_spec(params).describe().removeprefix("multihop ")
+
+
+def trial_line(trial: FrozenTrial) -> str:
+    """One progress line for a finished trial."""
+    a = trial.user_attrs
+    if a.get("surplus"):
+        return f"trial {trial.number:>3}  skipped: the study already holds its trials"
+    label = _label(trial.params) if len(trial.params) == 4 else "?"
+    if trial.state == TrialState.COMPLETE:
+        acc, tokens = trial.values
+        line = (
+            f"trial {trial.number:>3}  {label:<22} acc {acc:.3f}  tok/q {tokens:>8.0f}  "
+            f"calls/q {a.get('lm_calls_per_q', 0):.1f}  judge err {a.get('judge_errors', 0)}  "
+            f"{a.get('seconds', 0):.0f}s"
+        )
+        if "duplicate_of" in a:
+            line += f"  (same as trial {a['duplicate_of']}, reused)"
+        return line
+    if trial.state == TrialState.PRUNED:
+        return f"trial {trial.number:>3}  {label:<22} stopped: {a.get('stopped', 'pruned')}"
+    return f"trial {trial.number:>3}  {label:<22} {trial.state.name.lower()}"
+
+
+def reproduce_command(config: CompileConfig, out: Path) -> str:
+    """The ``frames_dspy.evaluate`` command that re-scores ``OUT/program.json`` on test."""
+    args = [
+        "python",
+        "-m",
+        "frames_dspy.evaluate",
+        "--program",
+        str(out / "program.json"),
+        "--split",
+        "test",
+        "--train",
+        str(config.train),
+        "--dev",
+        str(config.dev),
+        "--seed",
+        str(config.seed),
+    ]
+    if config.test_limit is not None:
+        args += ["--limit", str(config.test_limit)]
+    args += ["--model", config.model]
+    for flag, value in (
+        ("--api-base", config.api_base),
+        ("--judge-model", config.judge_model),
+        ("--judge-api-base", config.judge_api_base),
+        ("--judge-min-overlap", config.judge_min_overlap),
+        ("--revision", config.revision),
+        ("--corpus", config.corpus),
+        ("--aliases", config.aliases),
+        ("--distractors", config.distractors),
+    ):
+        if value is not None:
+            args += [flag, str(value)]
+    args += [
+        "--dataset",
+        str(config.dataset),
+        "--retriever",
+        config.retriever,
+        "--temperature",
+        f"{config.temperature:g}",
+        "--max-tokens",
+        str(config.max_tokens),
+        "--out",
+        str(out / "test_rerun"),
+    ]
+    return shlex.join(args)
+
+
+def _prepare_test_dir(test_dir: Path, program_sha: str) -> None:
+    # run_evaluation resumes a run folder whose settings match; the program *path* is the same
+    # on every rerun, so a folder scored for an earlier program.json must not be resumed.
+    marker = test_dir / "program.sha256"
+    if test_dir.exists():
+        previous = marker.read_text().strip() if marker.is_file() else None
+        if previous == program_sha:
+            return
+        stale = test_dir.with_name(f"test_run-old-{datetime.now():%Y%m%d-%H%M%S}")
+        logger.warning("program.json changed since %s was scored; moving it to %s", test_dir, stale)
+        test_dir.rename(stale)
+    test_dir.mkdir(parents=True)
+    marker.write_text(program_sha + "\n")
+
+
+def final_stage(
+    run: CompileRun, study: optuna.Study, result: CompileResult, record: dict[str, Any]
+) -> None:
+    """Pick a trial from the Pareto front, optionally compile its prompts, save and test it.
+
+    Fills ``result`` (chosen, test, command, stopped) and completes ``record`` (the output's
+    ``config.json``), which it writes.
+
+    Raises:
+        NoCompleteTrials: the study holds no complete trial.
+    """
+    config, budget, say = run.config, run.budget, run.say
+    rule, opt, splits = run.rule, run.opt, run.splits
+    out = result.out
+    phases = {"study": budget.calls}
+    trials_frame(study).to_csv(out / "trials.csv", index=False)
+    trials = complete_trials(study)
+    if not trials:
+        record.update(status="no complete trial", stopped=result.stopped, lm_calls=budget.calls)
+        atomic_write_json(out / "config.json", record)
+        raise NoCompleteTrials(
+            f"study {config.study_name!r} holds no complete trial"
+            + (f" ({result.stopped})" if result.stopped else "")
+            + "; nothing to pick. Rerun with a larger --max-lm-calls/--timeout to add trials"
+        )
+    front = pareto_front(study)
+    chosen = pick_trial(front, rule)
+    (out / "pareto.md").write_text(
+        pareto_markdown(front, chosen, rule=rule, n_trials=len(trials)), encoding="utf-8"
+    )
+    plot_pareto(
+        trials,
+        front,
+        chosen,
+        out / "pareto.png",
+        title=f"FRAMES MultiHop on {config.model}: dev accuracy vs tokens",
+    )
+    say(f"Pareto front: {len(front)} of {len(trials)} complete trials (see pareto.md)")
+    say(f"chosen ({rule}): {trial_line(chosen)}")
+
+    spec = trial_spec(
+        chosen.params,
+        include_question=config.include_question,
+        cot=config.cot,
+        context_tokens=config.context_tokens,
+    )
+    program = build_program(spec, retriever=run.session.retriever, store=run.session.store)
+    compiled_info: dict[str, Any] = {"optimizer": opt.name, "demos_per_predictor": opt.demos}
+    if "program_state" in chosen.user_attrs:
+        program.load_state(json.loads(chosen.user_attrs["program_state"]))
+        compiled_info["compiled"] = "inside the trial"
+    elif opt.name != "none":
+        if budget.exhausted:
+            compiled_info["compiled"] = "skipped: --max-lm-calls reached"
+            result.stopped = result.stopped or f"--max-lm-calls {config.max_lm_calls} reached"
+        else:
+            say(
+                f"compiling the chosen program with {opt.name} on {len(splits.train)} train "
+                "questions ..."
+            )
+            started = time.perf_counter()
+            compiled = run.compile(program, splits.train)
+            score = run.score(compiled, splits.dev, label=f"compiled-{opt.name}")
+            compiled_info.update(
+                seconds=round(time.perf_counter() - started, 1),
+                dev_accuracy_before=chosen.values[0],
+                dev_accuracy_after=score.accuracy if score.complete else None,
+                dev_tokens_per_q_after=round(score.tokens_per_q, 1) if score.complete else None,
+            )
+            # The trial's dev accuracy won the search, so it flatters the uncompiled program a
+            # little; a compiled program that still does at least as well is kept.
+            if score.complete and score.accuracy >= chosen.values[0]:
+                program = compiled
+                compiled_info["compiled"] = "kept (dev accuracy not lower)"
+            elif score.complete:
+                compiled_info["compiled"] = "discarded (lower dev accuracy than uncompiled)"
+            else:
+                compiled_info["compiled"] = "discarded (--max-lm-calls reached while re-scoring)"
+                result.stopped = result.stopped or f"--max-lm-calls {config.max_lm_calls} reached"
+            phases[opt.name] = budget.calls - phases["study"]
+            say(
+                f"{opt.name}: dev accuracy {chosen.values[0]:.3f} -> "
+                f"{score.accuracy:.3f} ({compiled_info['compiled']})"
+            )
+
+    chosen_info = {
+        "trial": chosen.number,
+        **chosen.params,
+        "label": _label(chosen.params),
+        "dev_accuracy": chosen.values[0],
+        "dev_tokens_per_q": chosen.values[1],
+        "dev_lm_calls_per_q": chosen.user_attrs.get("lm_calls_per_q"),
+        "pick": str(rule),
+        "pareto_size": len(front),
+        "compile": compiled_info,
+    }
+    result.chosen = chosen_info
+    program_path = out / "program.json"
+    save_program(
+        program,
+        str(program_path),
+        extra={
+            "optimize": {
+                **chosen_info,
+                "study_name": config.study_name,
+                "model": config.model,
+                "context_tokens": config.context_tokens,
+                "split": {"train": config.train, "dev": config.dev, "seed": config.seed},
+            }
+        },
+    )
+    command = reproduce_command(config, out)
+    result.command = command
+
+    if budget.exhausted:
+        result.stopped = result.stopped or f"--max-lm-calls {config.max_lm_calls} reached"
+        say(
+            f"{result.stopped}: the test split was not scored; rerun the same command with a "
+            "larger --max-lm-calls to finish"
+        )
+    else:
+        test_dir = out / "test_run"
+        _prepare_test_dir(test_dir, sha256_file(program_path))
+        say(
+            f"scoring the chosen program once on {len(splits.test[: config.test_limit])} test "
+            "questions ..."
+        )
+        eval_config = EvalConfig(
+            conditions=["program"],
+            program=str(program_path),
+            **config.model_data_settings(),
+            split="test",
+            train=config.train,
+            dev=config.dev,
+            limit=config.test_limit,
+            threads=config.threads,
+            out=str(test_dir),
+            seed=config.seed,
+        )
+        summary = run_evaluation(
+            eval_config,
+            lm=run.session.lm,
+            judge_lm=run.session.judge_lm,
+            examples=run.examples,
+            store=run.session.store,
+            retriever=run.session.retriever,
+            progress=run.bars,
+        )["program"]
+        result.test = {
+            "split": "test",
+            "n": summary["n"],
+            "correct": summary["correct"],
+            "accuracy": summary["accuracy"],
+            "ci95": summary["ci95"],
+            "judge_errors": summary["judge_errors"],
+            "program_errors": summary["program_errors"],
+            "tokens_per_question": summary["tokens_per_question"],
+            "lm_calls_per_question": summary["lm_calls_per_question"],
+            "seconds_per_question": summary["seconds_per_question"],
+            "test_limit": config.test_limit,
+            "test_split_size": len(splits.test),
+            "program": "program.json",
+            "program_sha256": sha256_file(program_path),
+            "run_folder": "test_run",
+            "reproduce": command,
+        }
+        atomic_write_json(out / "test_score.json", result.test)
+        phases["test"] = budget.calls - sum(phases.values())
+
+    result.lm_calls = budget.calls
+    record.update(
+        status="stopped" if result.stopped else "done",
+        stopped=result.stopped,
+        settings={**asdict(config), "storage": redact(config.storage or record["storage"])},
+        chosen=chosen_info,
+        study={
+            "complete_trials": len(trials),
+            "all_trials": len(study.trials),
+            "pareto_trials": [t.number for t in front],
+        },
+        test=result.test,
+        lm_calls=budget.calls,
+        lm_calls_by_phase=phases,
+        reproduce=command,
+        finished=datetime.now(UTC).isoformat(timespec="seconds"),
+    )
+    atomic_write_json(out / "config.json", record)
