@@ -7,6 +7,7 @@ llama-cpp-python's OpenAI-compatible server.
 
 from __future__ import annotations
 
+import copy
 import hashlib
 import os
 import subprocess
@@ -19,7 +20,14 @@ import pytest
 from lm_fakes import free_port
 
 import frames_dspy.lm.litellm_setup as litellm_setup
-from frames_dspy.lm import FramesLM, LlamaCppEngine, LMSetupError, make_lm
+from frames_dspy.lm import (
+    FramesLM,
+    LlamaCppEngine,
+    LMSetupError,
+    context_window,
+    make_lm,
+    parse_spec,
+)
 
 
 def test_api_options_are_refused_for_embedded_models(fake_llama_cpp, gguf):
@@ -154,3 +162,33 @@ def test_openai_compatible_server_path(real_model_path, tmp_path):
             proc.kill()
             proc.wait()
         log.close()
+
+
+def test_lm_keeps_its_spec_and_window_through_copies(fake_llama_cpp, gguf):
+    local = make_lm(f" local:{gguf} ", n_ctx=4096)
+    served = make_lm(
+        "openai/my-served-model",
+        api_base="http://h:1/v1",
+        api_key="x",
+        check_connection=False,
+        n_ctx=32_768,
+    )
+    for lm, spec, window in ((local, f"local:{gguf}", 4096), (served, served.model, 32_768)):
+        assert lm.model_spec == parse_spec(spec)
+        assert lm.spec == spec
+        assert lm.declared_context_window == window
+        # Optimizers and callers copy LMs (lm.copy(...), deepcopy of a program's state).
+        for copied in (lm.copy(cache=False), lm.copy(temperature=0.5), copy.deepcopy(lm)):
+            assert copied is not lm
+            assert copied.model_spec == lm.model_spec
+            assert copied.declared_context_window == window
+            assert context_window(copied) == window
+    assert local.copy(cache=False).cache is False
+    with pytest.raises(AttributeError):
+        local.spec = "local"  # read-only: it follows model_spec
+
+
+def test_frames_lm_without_a_spec():
+    lm = FramesLM("openai/gpt-4o-mini", api_key="x")
+    assert lm.model_spec is None and lm.spec is None and lm.declared_context_window is None
+    assert "model_spec" not in lm.kwargs and "context_window" not in lm.kwargs

@@ -19,7 +19,6 @@ from frames_dspy.lm.llama_engine import LlamaCppEngine, _import_llama_cpp
 from frames_dspy.lm.specs import (
     BUNDLED_MODELS,
     DEFAULT_LOCAL_MAX_TOKENS,
-    DEFAULT_N_CTX,
     DEFAULT_SPEC,
     ModelSpec,
     parse_spec,
@@ -35,7 +34,41 @@ class FramesLM(dspy.LM):
     Built by :func:`make_lm`; behaves exactly like ``dspy.LM`` otherwise. Authentication,
     transport and timeout failures at call time are re-raised as :class:`LMSetupError` with the
     fix in the message (the original DSPy error is the ``__cause__``).
+
+    Args:
+        model: The DSPy model string.
+        *args: Passed to ``dspy.LM``.
+        model_spec: The parsed spec the LM was built from, kept so callers need not parse the
+            spec string again (``lm.model_spec.embedded``, ``.default_context_tokens(...)``).
+        context_window: The window the caller declared (the embedded model's ``n_ctx``, or
+            ``n_ctx`` given to :func:`make_lm` for an API model); stored as
+            ``declared_context_window``, which :func:`~frames_dspy.lm.usage.context_window`
+            reads first.
+        **kwargs: Passed to ``dspy.LM``.
+
+    Attributes:
+        model_spec: The parsed spec, or None when the LM was not built from one.
+        declared_context_window: The declared window in tokens, or None.
     """
+
+    def __init__(
+        self,
+        model: str,
+        *args: Any,
+        model_spec: ModelSpec | None = None,
+        context_window: int | None = None,
+        **kwargs: Any,
+    ):
+        super().__init__(model, *args, **kwargs)
+        # Plain attributes set here, never patched on afterwards: dspy.LM.copy() copies the
+        # instance, so a copy (e.g. lm.copy(cache=False)) keeps both.
+        self.model_spec = model_spec
+        self.declared_context_window = context_window
+
+    @property
+    def spec(self) -> str | None:
+        """The spec string the LM was built from (``model_spec.text``), or None."""
+        return self.model_spec.text if self.model_spec is not None else None
 
     def __call__(self, *args, **kwargs):
         try:
@@ -56,13 +89,13 @@ class FramesLM(dspy.LM):
             raise translated from exc
 
 
-def _bundled_or_file(parsed: ModelSpec) -> tuple[Path, str, int]:
-    """(GGUF path, DSPy model string, default n_ctx) for a bundled or file spec."""
+def _bundled_or_file(parsed: ModelSpec) -> tuple[Path, str]:
+    """(GGUF path, DSPy model string) for a bundled or file spec."""
     if parsed.kind == "bundled":
         bundle = BUNDLED_MODELS[parsed.value]
         path = assemble_model(bundle)
         sha = bundle.sha256 or assembled_sha256(path)
-        return path, f"local/{bundle.name}-{sha[:12]}", bundle.n_ctx
+        return path, f"local/{bundle.name}-{sha[:12]}"
     path = Path(parsed.value).expanduser()
     if not path.is_file():
         raise LMSetupError(f"GGUF file {path} does not exist; pass 'local:/path/to/model.gguf'")
@@ -73,7 +106,7 @@ def _bundled_or_file(parsed: ModelSpec) -> tuple[Path, str, int]:
                 "llama.cpp's convert_hf_to_gguf.py)"
             )
     stem = re.sub(r"[^A-Za-z0-9._-]+", "-", path.stem).strip("-").lower() or "model"
-    return path, f"local/{stem}-{file_fingerprint(path)[:12]}", DEFAULT_N_CTX
+    return path, f"local/{stem}-{file_fingerprint(path)[:12]}"
 
 
 def make_lm(
@@ -118,8 +151,8 @@ def make_lm(
             ``top_k``, ``frequency_penalty``); they are part of DSPy's cache key.
 
     Returns:
-        A ``dspy.LM`` (a :class:`FramesLM`); embedded models run through a
-        :class:`LlamaCppEngine` reachable as ``lm.engine``.
+        A ``dspy.LM`` (a :class:`FramesLM`) carrying the parsed spec as ``lm.model_spec``;
+        embedded models run through a :class:`LlamaCppEngine` reachable as ``lm.engine``.
 
     Raises:
         ValueError: The spec is malformed.
@@ -129,29 +162,32 @@ def make_lm(
     settings = {key: value for key, value in kwargs.items() if value is not None}
     if seed is not None:
         settings["seed"] = seed
-    if parsed.kind in {"bundled", "gguf"}:
+    if parsed.embedded:
         if api_base or api_key:
             raise ValueError(
                 f"api_base/api_key do not apply to the embedded model {spec!r}; "
                 "for a llama.cpp server use make_lm('openai/<name>', api_base=...)"
             )
         _import_llama_cpp()
-        path, model, default_ctx = _bundled_or_file(parsed)
+        path, model = _bundled_or_file(parsed)
         engine = LlamaCppEngine(
-            path, n_ctx=n_ctx or default_ctx, n_threads=n_threads, seed=seed or 0, timeout=timeout
+            path,
+            n_ctx=n_ctx or parsed.default_n_ctx,
+            n_threads=n_threads,
+            seed=seed or 0,
+            timeout=timeout,
         )
-        lm = FramesLM(
+        return FramesLM(
             model,
             engine=engine,
             temperature=temperature,
             max_tokens=max_tokens or DEFAULT_LOCAL_MAX_TOKENS,
             cache=cache,
             num_retries=0 if num_retries is None else num_retries,
+            model_spec=parsed,
+            context_window=engine.n_ctx,
             **settings,
         )
-        lm.spec = spec
-        lm.declared_context_window = engine.n_ctx
-        return lm
 
     model = parsed.value
     _use_packaged_model_map()
@@ -160,12 +196,14 @@ def make_lm(
     key = _resolve_api_key(model, api_key, api_base)
     client = {"api_base": api_base, "api_key": key, "timeout": timeout}
     try:
-        lm = FramesLM(
+        return FramesLM(
             model,
             temperature=temperature,
             max_tokens=max_tokens,
             cache=cache,
             num_retries=3 if num_retries is None else num_retries,
+            model_spec=parsed,
+            context_window=n_ctx,
             **{k: v for k, v in client.items() if v is not None},
             **settings,
         )
@@ -176,6 +214,3 @@ def make_lm(
             f"{model!r} does not accept these settings: {exc.message}; pass them to make_lm "
             "(e.g. temperature=1.0, max_tokens=16000)"
         ) from exc
-    lm.spec = spec
-    lm.declared_context_window = n_ctx
-    return lm

@@ -2,7 +2,8 @@
 
 A spec is ``"local"`` or another key of :data:`BUNDLED_MODELS`, ``"local:/path/to/model.gguf"``,
 or a LiteLLM model string such as ``"openai/gpt-4o-mini"``. :func:`parse_spec` classifies it once
-into a :class:`ModelSpec`.
+into a :class:`ModelSpec`, which also answers what callers used to work out from the string
+(is the model embedded, its default context window, the article budget for its prompts).
 """
 
 from __future__ import annotations
@@ -28,6 +29,8 @@ LOCAL_PREFIX = "local:"
 DEFAULT_N_CTX = 8192
 # Small models sometimes loop; an unbounded answer would then run to the end of the window.
 DEFAULT_LOCAL_MAX_TOKENS = 1024
+
+_KINDS = ("bundled", "gguf", "litellm")
 
 
 @dataclass(frozen=True)
@@ -84,16 +87,60 @@ BUNDLED_MODELS: dict[str, BundledModel] = {
 
 @dataclass(frozen=True)
 class ModelSpec:
-    """A parsed model spec.
+    """A parsed model spec; build it with :func:`parse_spec`.
 
     Attributes:
+        text: The spec string as given, stripped (``"local"``, ``"local:/m.gguf"``, ...).
         kind: ``"bundled"`` (a model from :data:`BUNDLED_MODELS`), ``"gguf"`` (a GGUF file) or
             ``"litellm"`` (a LiteLLM model string).
         value: The bundled spec name, the GGUF path, or the LiteLLM model string.
     """
 
+    text: str
     kind: str
     value: str
+
+    def __post_init__(self) -> None:
+        if self.kind not in _KINDS:
+            raise ValueError(
+                f"unknown model spec kind {self.kind!r}; choose one of {list(_KINDS)} "
+                "(or build the spec with parse_spec)"
+            )
+        if self.kind == "bundled" and self.value not in BUNDLED_MODELS:
+            raise ValueError(
+                f"unknown bundled model {self.value!r}; choose one of {sorted(BUNDLED_MODELS)}"
+            )
+
+    @property
+    def embedded(self) -> bool:
+        """Whether the model runs in this process (a bundled model or a GGUF file)."""
+        return self.kind in {"bundled", "gguf"}
+
+    @property
+    def default_n_ctx(self) -> int | None:
+        """The context window an embedded model is loaded with by default; None for LiteLLM."""
+        if self.kind == "bundled":
+            return BUNDLED_MODELS[self.value].n_ctx
+        if self.kind == "gguf":
+            return DEFAULT_N_CTX
+        return None
+
+    def default_context_tokens(self, window: int | None) -> int:
+        """Article budget (tokens) for the answer prompt, from the model's window and speed.
+
+        Args:
+            window: The model's context window in tokens (``context_window(lm)``), or None
+                when unknown.
+
+        Returns:
+            The number of tokens of retrieved articles to put in a prompt.
+        """
+        if self.embedded:
+            # The embedded model reads ~130 prompt tokens/s on 2 cores: 2,000 tokens is ~15 s.
+            return min(2000, (window or 4096) - 1500)
+        if window:
+            return max(1000, min(100_000, window - 4000))
+        return 30_000
 
 
 def parse_spec(spec: str) -> ModelSpec:
@@ -117,12 +164,12 @@ def parse_spec(spec: str) -> ModelSpec:
         )
     spec = spec.strip()
     if spec in BUNDLED_MODELS:
-        return ModelSpec("bundled", spec)
+        return ModelSpec(text=spec, kind="bundled", value=spec)
     if spec.startswith(LOCAL_PREFIX):
         path = spec[len(LOCAL_PREFIX) :].strip()
         if not path:
             raise ValueError(f"model spec {spec!r} has no path; use 'local:/path/to/model.gguf'")
-        return ModelSpec("gguf", path)
+        return ModelSpec(text=spec, kind="gguf", value=path)
     if spec.startswith("local") and "/" not in spec:
         raise ValueError(
             f"unknown local model {spec!r}; choose one of {sorted(BUNDLED_MODELS)} "
@@ -133,4 +180,4 @@ def parse_spec(spec: str) -> ModelSpec:
             f"model spec {spec!r} is not a LiteLLM 'provider/model' string; "
             "e.g. 'openai/gpt-4o-mini', or use 'local'"
         )
-    return ModelSpec("litellm", spec)
+    return ModelSpec(text=spec, kind="litellm", value=spec)
