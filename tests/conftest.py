@@ -19,6 +19,9 @@ os.environ["FRAMES_DSPY_CACHE"] = str(_TMP_ROOT / "cache")
 import dspy  # noqa: E402
 import pytest  # noqa: E402
 
+# The frames_dspy.lm fakes' fixtures, for every test module that runs an LM.
+from lm_fakes import fake_llama_cpp, gguf, model_dir, real_model_path  # noqa: E402, F401
+
 REPO = Path(__file__).resolve().parents[1]
 FIXTURES = Path(__file__).parent / "fixtures"
 _SHARED = REPO.parent / "shared" / "data" / "raw"

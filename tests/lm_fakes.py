@@ -1,0 +1,155 @@
+"""Shared fakes and fixtures of the ``frames_dspy.lm`` tests.
+
+The fast tests never load a real model: a fake ``llama_cpp`` module hands out a scripted
+``Llama`` so the engine, DSPy's history/usage/cache and the error translation are exercised
+through the real code paths. ``conftest.py`` imports the fixtures so every test module sees them.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import socket
+import threading
+import time
+import types
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from frames_dspy.lm import BUNDLED_MODELS, BundledModel, assemble_model, factory, llama_engine
+from frames_dspy.lm.weights import MODEL_DIR_ENV
+
+REPLY = "[[ ## answer ## ]]\nParis\n\n[[ ## completed ## ]]"
+
+
+class FakeLlama:
+    """Stands in for ``llama_cpp.Llama``: scripted replies, token counts, concurrency probe."""
+
+    def __init__(self, model_path="", *, reply=REPLY, delay=0.0, error=None, **kwargs):
+        self.model_path = model_path
+        self.init_kwargs = kwargs
+        self.reply = reply
+        self.delay = delay
+        self.error = error
+        self.calls: list[tuple[list[dict], dict]] = []
+        self.active = 0
+        self.max_active = 0
+        self._probe = threading.Lock()
+
+    def create_chat_completion(self, messages, **kwargs):
+        with self._probe:
+            self.active += 1
+            self.max_active = max(self.max_active, self.active)
+        try:
+            self.calls.append((messages, kwargs))
+            if self.error is not None:
+                raise self.error
+            time.sleep(self.delay)
+            reply = self.reply
+            for processor in kwargs.get("logits_processor") or []:
+                scores = processor(None, np.zeros(8, dtype=np.float32))
+                if scores.argmax() == self.token_eos() and np.isinf(scores).sum() == 7:
+                    reply = "cut short"
+            prompt = sum(len(m["content"].split()) for m in messages)
+            completion = len(reply.split())
+            return {
+                "id": "chatcmpl-fake",
+                "choices": [
+                    {"message": {"role": "assistant", "content": reply}, "finish_reason": "stop"}
+                ],
+                "usage": {
+                    "prompt_tokens": prompt,
+                    "completion_tokens": completion,
+                    "total_tokens": prompt + completion,
+                },
+            }
+        finally:
+            with self._probe:
+                self.active -= 1
+
+    def tokenize(self, data: bytes, add_bos: bool = True, special: bool = False) -> list[int]:
+        return list(range(len(data.split())))
+
+    def token_eos(self) -> int:
+        return 3
+
+
+def patch_llama_cpp(monkeypatch, fake) -> None:
+    """Make ``fake`` the ``llama_cpp`` module everywhere the package imports it.
+
+    ``make_lm`` checks the import up front (factory) and the engine imports it to load a model
+    (llama_engine); both look the name up in their own module.
+    """
+    for module in (factory, llama_engine):
+        monkeypatch.setattr(module, "_import_llama_cpp", lambda: fake)
+
+
+@pytest.fixture
+def model_dir(tmp_path, monkeypatch) -> Path:
+    folder = tmp_path / "models"
+    monkeypatch.setenv(MODEL_DIR_ENV, str(folder))
+    return folder
+
+
+@pytest.fixture
+def fake_llama_cpp(monkeypatch, model_dir):
+    """A fake llama_cpp module; ``fake.instances`` holds every Llama it built."""
+    fake = types.SimpleNamespace(instances=[], options={})
+
+    def build(**kwargs):
+        llama = FakeLlama(**{**kwargs, **fake.options})
+        fake.instances.append(llama)
+        return llama
+
+    fake.Llama = build
+    patch_llama_cpp(monkeypatch, fake)
+    llama_engine._reset_loaded_models()
+    yield fake
+    llama_engine._reset_loaded_models()
+
+
+@pytest.fixture
+def gguf(tmp_path) -> Path:
+    path = tmp_path / "Tiny Model.Q4.gguf"
+    path.write_bytes(b"GGUF" + os.urandom(64))
+    return path
+
+
+@pytest.fixture(scope="module")
+def real_model_path() -> Path:
+    # FRAMES_DSPY_MODEL_DIR (or ~/.cache/frames-dspy/models) keeps the assembled file across runs.
+    return assemble_model(BUNDLED_MODELS["local"])
+
+
+def make_parts(root: Path, prefix: str, chunks: list[bytes]) -> tuple[str, ...]:
+    """Create importable fake part packages ``<prefix>-part<i>`` holding ``data/partNN.bin``."""
+    names = []
+    for i, chunk in enumerate(chunks, start=1):
+        dist = f"{prefix}-part{i}"
+        package = root / dist.replace("-", "_")
+        (package / "data").mkdir(parents=True)
+        (package / "__init__.py").write_text("")
+        (package / "data" / f"part{i:02d}.bin").write_bytes(chunk)
+        names.append(dist)
+    return tuple(names)
+
+
+def fake_bundle(parts: tuple[str, ...], payload: bytes | None, *, spec="fake") -> BundledModel:
+    return BundledModel(
+        spec=spec,
+        name="fake-model",
+        filename="fake-model.gguf",
+        parts=parts,
+        version="0.0.1",
+        extra="local",
+        size=len(payload) if payload is not None else None,
+        sha256=hashlib.sha256(payload).hexdigest() if payload is not None else None,
+    )
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
