@@ -24,6 +24,7 @@ from typing import NamedTuple
 
 import dspy
 
+from frames_dspy.corpus import CorpusError, default_aliases, load_corpus
 from frames_dspy.links import extract_links, link_title
 from frames_dspy.paths import HUB_DATASET, data_file, default_dataset
 
@@ -297,8 +298,6 @@ def _print_summary(summary: dict) -> None:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    from frames_dspy.corpus import CorpusError, default_aliases, load_corpus
-
     parser = argparse.ArgumentParser(
         prog="python -m frames_dspy.data",
         description="Summarise the FRAMES dataset and, with a corpus, how much of it is covered.",

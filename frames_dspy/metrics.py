@@ -29,6 +29,7 @@ from typing import Any
 import dspy
 from dspy.utils.exceptions import AdapterParseError
 
+from frames_dspy.lm import ModelSpec
 from frames_dspy.signatures import JudgeAnswer
 
 logger = logging.getLogger(__name__)
@@ -250,9 +251,9 @@ def answer_overlap(gold: str, response: str) -> float:
     return len(gold_terms & _content_terms(response)) / len(gold_terms)
 
 
-def default_min_overlap(judge_spec: str) -> float:
-    """0.5 for the embedded judges (``local...``), whose TRUE needs support; 0 otherwise."""
-    return 0.5 if judge_spec.startswith("local") else 0.0
+def default_min_overlap(judge: ModelSpec) -> float:
+    """0.5 for the embedded judges, whose TRUE needs support; 0 otherwise."""
+    return 0.5 if judge.embedded else 0.0
 
 
 #: Judgement methods that mean the judge LM was called (the others are rule-based).

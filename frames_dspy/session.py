@@ -126,7 +126,7 @@ def load_store(
     return load_corpus(corpus, aliases=settings.aliases, distractors=distractors)
 
 
-def _spec_of(text: str, lm: Any) -> ModelSpec | None:
+def _spec_of(text: str, lm: Any) -> ModelSpec:
     # An injected LM (a test's fake, a notebook's own dspy.LM) may carry a name that is no
     # model spec at all; it is then treated as an API model.
     spec = getattr(lm, "model_spec", None)
@@ -135,11 +135,7 @@ def _spec_of(text: str, lm: Any) -> ModelSpec | None:
     try:
         return parse_spec(text)
     except ValueError:
-        return None
-
-
-def _is_embedded(spec: ModelSpec | None) -> bool:
-    return spec is not None and spec.kind in ("bundled", "gguf")
+        return ModelSpec(text=text, kind="litellm", value=text)
 
 
 def make_judge(
@@ -174,9 +170,8 @@ def make_judge(
     elif judge_lm is lm:
         judge_lm = lm.copy(temperature=0.0, max_tokens=JUDGE_MAX_TOKENS)
     if settings.judge_min_overlap is None:
-        judge_text = settings.judge_model or settings.model
-        spec = _spec_of(judge_text, judge_lm)
-        settings.judge_min_overlap = default_min_overlap("local" if _is_embedded(spec) else "")
+        judge = _spec_of(settings.judge_model or settings.model, judge_lm)
+        settings.judge_min_overlap = default_min_overlap(judge)
     return judge_lm, Autorater(judge_lm, min_overlap=settings.judge_min_overlap)
 
 
@@ -187,14 +182,15 @@ class Session:
     Attributes:
         settings: The settings with every default resolved (corpus paths, budget, judge
             overlap), as a run records them.
-        model: The program model's parsed spec (None for an injected LM with no spec).
+        model: The program model's parsed spec (an injected LM whose name is no spec counts
+            as an API model).
         lm, judge_lm, autorater: The program LM, the judge LM and the metric.
         store, retriever: The article store and BM25 index (None when not needed).
         context_tokens: The article budget of the answer prompt.
     """
 
     settings: ModelDataSettings
-    model: ModelSpec | None
+    model: ModelSpec
     lm: dspy.BaseLM
     judge_lm: dspy.BaseLM
     autorater: Autorater
@@ -259,13 +255,7 @@ def open_session(
     model = _spec_of(settings.model, lm)
     judge_lm, autorater = make_judge(settings, lm=lm, judge_lm=judge_lm)
     if settings.context_tokens is None:
-        window = context_window(lm)
-        if model is not None and hasattr(model, "default_context_tokens"):
-            settings.context_tokens = model.default_context_tokens(window)
-        elif _is_embedded(model):
-            settings.context_tokens = min(2000, (window or 4096) - 1500)
-        else:
-            settings.context_tokens = max(1000, min(100_000, window - 4000)) if window else 30_000
+        settings.context_tokens = model.default_context_tokens(context_window(lm))
     return Session(
         settings=settings,
         model=model,

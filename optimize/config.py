@@ -17,8 +17,8 @@ __all__ = ["SAMPLERS", "STUDY_KEYS", "CompileConfig", "CompileResult", "NoComple
 
 def _is_embedded(spec: str) -> bool:
     try:
-        return parse_spec(spec).kind in ("bundled", "gguf")
-    except ValueError:
+        return parse_spec(spec).embedded
+    except ValueError:  # an injected test LM's name; the LM then decides nothing here
         return False
 
 

@@ -12,6 +12,7 @@ import dspy
 import pytest
 from dspy.utils.dummies import DummyLM
 
+from frames_dspy.lm import parse_spec
 from frames_dspy.metrics import (
     Autorater,
     Judgement,
@@ -328,8 +329,8 @@ def test_min_overlap_keeps_a_supported_true_and_every_false():
 
 
 def test_min_overlap_defaults_on_only_for_the_embedded_judge():
-    assert default_min_overlap("local") == 0.5
-    assert default_min_overlap("local-1.5b") == 0.5
-    assert default_min_overlap("openai/gpt-4o") == 0.0
+    assert default_min_overlap(parse_spec("local")) == 0.5
+    assert default_min_overlap(parse_spec("local-1.5b")) == 0.5
+    assert default_min_overlap(parse_spec("openai/gpt-4o")) == 0.0
     with pytest.raises(ValueError, match="min_overlap"):
         Autorater(min_overlap=1.5)

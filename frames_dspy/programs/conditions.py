@@ -9,7 +9,7 @@ from dataclasses import dataclass
 from typing import Any
 
 # Importing the module classes registers the program kinds the specs below use.
-from frames_dspy.programs import modules as _modules  # noqa: F401
+import frames_dspy.programs.modules  # noqa: F401
 from frames_dspy.programs.spec import ProgramSpec
 
 __all__ = ["Condition", "CONDITIONS", "PAPER_ACCURACY"]
