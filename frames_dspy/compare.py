@@ -669,6 +669,7 @@ What the numbers say:
                      are left out (and counted), a null on one side counts as 0.
   errors             a program error or a judge error (correct = null) counts as not correct;
                      both are shown per side.
+In --json, a_to_b holds the questions A got wrong and B got right, b_to_a the reverse.
 
 The runs must share the dataset (dataset_sha256) and, when both record one, the corpus
 (corpus_sha256). Exit status: 0 compared, 2 not comparable (the message says why)."""
