@@ -1,4 +1,4 @@
-"""Tests for frames_dspy.compare on tiny hand-written run folders."""
+"""Tests for frames_dspy.comparison and its command line on tiny hand-written run folders."""
 
 from __future__ import annotations
 
@@ -7,15 +7,9 @@ import math
 
 import pytest
 
-from frames_dspy.compare import (
-    CompareConfig,
-    CompareError,
-    compare_runs,
-    format_text,
-    main,
-    mcnemar_exact,
-    paired_bootstrap_ci,
-)
+from frames_dspy.compare import format_text, main
+from frames_dspy.comparison import CompareConfig, CompareError, compare_runs
+from frames_dspy.stats import paired_bootstrap_ci
 
 DATASET = "d" * 64
 CORPUS = "c" * 64
@@ -71,33 +65,6 @@ def compare(tmp_path, records_a, records_b, **options):
 # --- McNemar -------------------------------------------------------------------------------
 
 
-@pytest.mark.parametrize(
-    ("b", "c", "expected"),
-    [
-        (0, 6, 0.03125),  # 2 * (1/2)^6
-        (6, 0, 0.03125),
-        (5, 5, 1.0),
-        (0, 0, 1.0),
-        (1, 5, 0.21875),  # 2 * (1 + 6) / 64
-        (2, 10, 0.03857421875),  # 2 * (1 + 12 + 66) / 4096
-        (0, 1, 1.0),
-    ],
-)
-def test_mcnemar_exact_hand_computed(b, c, expected):
-    assert mcnemar_exact(b, c) == pytest.approx(expected, abs=1e-12)
-
-
-def test_mcnemar_exact_large_counts_stay_finite():
-    p = mcnemar_exact(300, 420)
-    assert 0 < p < 0.001
-    assert mcnemar_exact(400, 400) == 1.0
-
-
-def test_mcnemar_rejects_negative_counts():
-    with pytest.raises(ValueError, match="b=-1"):
-        mcnemar_exact(-1, 3)
-
-
 def test_pair_uses_discordant_counts(tmp_path):
     # 6 questions flip A wrong -> B right, none the other way; 4 agree.
     result = compare(tmp_path, outcomes("naive", "0000001111"), outcomes("naive", "1111111111"))
@@ -108,38 +75,6 @@ def test_pair_uses_discordant_counts(tmp_path):
 
 
 # --- bootstrap -----------------------------------------------------------------------------
-
-
-def test_bootstrap_is_seeded_and_covers_the_observed_difference():
-    a = [1, 0, 1, 1, 0, 0, 1, 0, 1, 0] * 4
-    b = [1, 1, 1, 0, 0, 1, 1, 1, 1, 0] * 4
-    observed = sum(b) / len(b) - sum(a) / len(a)
-    first = paired_bootstrap_ci(a, b, resamples=2000, seed=3)
-    assert first == paired_bootstrap_ci(a, b, resamples=2000, seed=3)
-    assert first != paired_bootstrap_ci(a, b, resamples=2000, seed=4)
-    assert first[0] <= observed <= first[1]
-
-
-def test_bootstrap_excludes_zero_for_a_clear_gain():
-    # 30 of 40 questions flip A wrong -> B right, none flip back.
-    a = [0] * 30 + [1] * 10
-    b = [1] * 40
-    low, high = paired_bootstrap_ci(a, b, resamples=5000, seed=0)
-    assert 0 < low <= 0.75 <= high
-
-
-def test_bootstrap_includes_zero_for_a_balanced_swap():
-    # 10 flip each way: same accuracy, different questions right.
-    a = [1] * 10 + [0] * 10 + [1] * 20
-    b = [0] * 10 + [1] * 10 + [1] * 20
-    low, high = paired_bootstrap_ci(a, b, resamples=5000, seed=0)
-    assert low < 0 < high
-
-
-def test_bootstrap_of_nothing_is_none_and_lengths_must_match():
-    assert paired_bootstrap_ci([], []) is None
-    with pytest.raises(ValueError, match="one length"):
-        paired_bootstrap_ci([1, 0], [1])
 
 
 def test_verdicts_for_a_gain_and_a_swap(tmp_path):
