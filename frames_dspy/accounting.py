@@ -1,9 +1,12 @@
-"""LM accounting shared by every runner: a call budget and a per-question token meter.
+"""LM accounting shared by every runner: a call budget and a per-question meter.
 
-Both are DSPy callbacks attached to LM instances. They fire before DSPy asks its cache, so
-calls answered from the cache are counted too: a budget that skipped cached calls could not
-bound a run that later stops hitting the cache, and a token cost that skipped them would make
-a configuration that repeats earlier calls look cheaper than it is.
+Both work through DSPy callbacks attached to LM instances, which fire before DSPy asks its
+cache, so calls answered from the cache are counted too: a budget that skipped cached calls
+could not bound a run that later stops hitting the cache, and a token cost that skipped them
+would make a configuration that repeats earlier calls look cheaper than it is.
+
+The meter of the question a thread is running also collects what the LM layer reports from
+below: cache hits (:func:`note_cache_hit`) and retried faults (:func:`note_retry`).
 """
 
 from __future__ import annotations
@@ -13,14 +16,27 @@ import math
 import threading
 from collections.abc import Iterator
 from contextvars import ContextVar
+from dataclasses import asdict, dataclass
 from typing import Any
 
 import dspy
 from dspy.utils.callback import BaseCallback
 
-from frames_dspy.programs.packing import CHARS_PER_TOKEN
+__all__ = [
+    "CHARS_PER_TOKEN",
+    "CallBudget",
+    "QuestionMeter",
+    "TOKEN_METER",
+    "TokenMeter",
+    "attached_callbacks",
+    "metered",
+    "note_cache_hit",
+    "note_retry",
+]
 
-__all__ = ["CallBudget", "TokenMeter", "attached_callbacks", "metered_question"]
+#: English Wikipedia text runs close to 4 characters per token for the Qwen and GPT
+#: tokenizers; budgets and metered costs use this ratio, so no tokenizer pass is needed.
+CHARS_PER_TOKEN = 4.0
 
 
 class CallBudget(BaseCallback):
@@ -50,9 +66,35 @@ class CallBudget(BaseCallback):
         return None if self.limit is None else max(0, self.limit - self.calls)
 
 
-# Per-question accumulator [prompt tokens, completion tokens, calls], set by the thread that
-# runs the question; LM calls made outside a question (optimizers) are not metered.
-_QUESTION_METER: ContextVar[list[int] | None] = ContextVar("frames_question_meter", default=None)
+@dataclass
+class QuestionMeter:
+    """What the LM calls of one stretch of work (a question's program, its judge) cost.
+
+    Attributes:
+        calls: LM calls started (cached ones included).
+        failed_calls: Calls that ended in an error (after their retries).
+        cache_hits: Calls answered from DSPy's response cache.
+        retries: Faults (rate limits, server errors, timeouts) retried by the LM layer.
+        prompt_tokens, completion_tokens: Metered at :data:`CHARS_PER_TOKEN` characters per
+            token, cache or not.
+    """
+
+    calls: int = 0
+    failed_calls: int = 0
+    cache_hits: int = 0
+    retries: int = 0
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+
+    @property
+    def tokens(self) -> int:
+        return self.prompt_tokens + self.completion_tokens
+
+    def as_dict(self) -> dict[str, int]:
+        return asdict(self)
+
+
+_METER: ContextVar[QuestionMeter | None] = ContextVar("frames_question_meter", default=None)
 
 
 def _text_of(value: Any) -> str:
@@ -75,30 +117,52 @@ def _tokens(text: str) -> int:
 
 
 class TokenMeter(BaseCallback):
-    """Meters an LM's calls per question (see :func:`metered_question`), cache or not."""
+    """Meters an LM's calls into the current thread's :class:`QuestionMeter`, cache or not."""
 
     def on_lm_start(self, call_id, instance, inputs):
-        meter = _QUESTION_METER.get()
+        meter = _METER.get()
         if meter is not None:
             prompt = inputs.get("messages") or inputs.get("prompt")
-            meter[0] += _tokens(_text_of(prompt))
-            meter[2] += 1
+            meter.prompt_tokens += _tokens(_text_of(prompt))
+            meter.calls += 1
 
     def on_lm_end(self, call_id, outputs, exception=None):
-        meter = _QUESTION_METER.get()
-        if meter is not None and outputs is not None:
-            meter[1] += _tokens(_text_of(outputs))
+        meter = _METER.get()
+        if meter is None:
+            return
+        if exception is not None:
+            meter.failed_calls += 1
+        elif outputs is not None:
+            meter.completion_tokens += _tokens(_text_of(outputs))
+
+
+#: The one meter callback to attach: LMs attached twice would count every call twice.
+TOKEN_METER = TokenMeter()
 
 
 @contextlib.contextmanager
-def metered_question() -> Iterator[list[int]]:
-    """Meter the LM calls this thread makes in the block: yields [prompt, completion, calls]."""
-    meter = [0, 0, 0]
-    token = _QUESTION_METER.set(meter)
+def metered() -> Iterator[QuestionMeter]:
+    """Meter the LM calls this thread makes inside the block (LMs need a :class:`TokenMeter`)."""
+    meter = QuestionMeter()
+    token = _METER.set(meter)
     try:
         yield meter
     finally:
-        _QUESTION_METER.reset(token)
+        _METER.reset(token)
+
+
+def note_cache_hit() -> None:
+    """Count a call answered from the cache against the current meter, if any."""
+    meter = _METER.get()
+    if meter is not None:
+        meter.cache_hits += 1
+
+
+def note_retry() -> None:
+    """Count a retried fault against the current meter, if any."""
+    meter = _METER.get()
+    if meter is not None:
+        meter.retries += 1
 
 
 @contextlib.contextmanager

@@ -2,28 +2,33 @@
 
 ``python -m frames_dspy.evaluate`` runs conditions over questions with it, and
 ``python -m optimize.compile`` scores trials and the final program with it, so a question is
-run, judged and recorded one way everywhere. What differs between them is passed as hooks:
-where records go (a run folder), what to show (progress), when to stop starting questions (a
-call budget), and whether to meter tokens per question.
+run, judged, metered and recorded one way everywhere. What differs between entry points is
+passed as hooks: where records go (a run folder), what to show (progress), and when to stop
+starting questions (a call or cost budget).
 
-A failure inside a program is recorded in that question's ``error`` (the question counts as
-wrong); a set-up problem that would fail every question raises :class:`RunAborted`.
+Nothing is hidden. A program that fails is recorded with its error (the question counts as
+wrong, and keeps the recall of what it retrieved before failing); a judge call that fails is
+recorded as a judge error; every LM call is metered, cached or not, with its retries. Only a
+set-up problem that would fail every question raises :class:`RunAborted`. On Ctrl-C the
+questions in flight are finished and recorded before :class:`KeyboardInterrupt` goes on.
 """
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import time
 from collections.abc import Callable, Sequence
-from concurrent.futures import ThreadPoolExecutor, as_completed
+from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 from dataclasses import dataclass, field
 from typing import Any
 
 import dspy
 
-from frames_dspy.accounting import CallBudget, TokenMeter, attached_callbacks, metered_question
+from frames_dspy.accounting import TOKEN_METER, attached_callbacks, metered
 from frames_dspy.lm import LMSetupError
-from frames_dspy.metrics import Autorater, gold_recall, query_repetition_rate
+from frames_dspy.metrics import Autorater, Judgement, gold_recall, query_repetition_rate
+from frames_dspy.programs.modules import recording_rounds
 
 logger = logging.getLogger(__name__)
 
@@ -36,8 +41,14 @@ class RunAborted(RuntimeError):
     """A set-up problem (no key, no server, no model) that would fail every question."""
 
 
-def _is_setup_error(err: Exception) -> bool:
-    return isinstance(err, LMSetupError) and not getattr(err, "per_call", False)
+def _judge(autorater: Autorater, example: dspy.Example, answer: str) -> Judgement:
+    try:
+        return autorater.judge(example.question, example.answer, answer)
+    except LMSetupError as err:
+        raise RunAborted(f"the judge cannot run: {err}") from err
+    except Exception as err:  # a failed judge call is this verdict's error, shown as such
+        logger.warning("judging question %s failed: %s", example.id, err)
+        return Judgement(None, "judge_error", f"{type(err).__name__}: {err}"[:500])
 
 
 def run_question(
@@ -51,31 +62,34 @@ def run_question(
 ) -> Record:
     """Run one question through a program, judge the answer, and return its record.
 
+    LM use is metered for the LMs that carry :data:`~frames_dspy.accounting.TOKEN_METER`
+    (a :class:`Runner` attaches it); otherwise the metered fields stay 0.
+
     Raises:
-        RunAborted: the LM cannot run at all (the message says why).
+        RunAborted: an LM cannot run at all (the message says why).
     """
     started = time.perf_counter()
     inputs = {name: example[name] for name in program.input_fields}
-    error = None
-    try:
-        with dspy.context(lm=lm):
-            pred = program(**inputs)
-    except Exception as err:  # one bad question must not end a long run; it is recorded
-        if _is_setup_error(err):
+    error = error_kind = None
+    with metered() as meter, recording_rounds() as rounds:
+        try:
+            with dspy.context(lm=lm):
+                pred = program(**inputs)
+        except LMSetupError as err:
             raise RunAborted(str(err)) from err
-        logger.warning("question %s failed under %s: %s", example.id, label, err)
-        pred, error = (
-            dspy.Prediction(
+        except Exception as err:  # one bad question must not end a long run; it is recorded
+            logger.warning("question %s failed under %s: %s", example.id, label, err)
+            error, error_kind = repr(err), type(err).__name__
+            # What it retrieved before failing still counts towards recall.
+            pred = dspy.Prediction(
                 answer="",
-                context_ids=[],
-                queries=[],
-                lm_calls=0,
+                context_ids=rounds["context_ids"],
+                queries=rounds["queries"],
                 prompt_tokens=0,
                 completion_tokens=0,
-            ),
-            repr(err),
-        )
-    verdict = autorater.judge(example.question, example.answer, pred.answer)
+            )
+    with metered() as judge_meter:
+        verdict = _judge(autorater, example, pred.answer)
     gold_ids = [a.id for a in store.resolve_many(example.gold_urls)] if store else []
     context_ids = pred.get("context_ids") or []
     return {
@@ -88,6 +102,7 @@ def run_question(
         "judge_method": verdict.method,
         "judge_explanation": verdict.explanation,
         "error": error,
+        "error_kind": error_kind,
         "reasoning_types": list(example.reasoning_types),
         "n_gold": len(example.gold_urls),
         "gold_ids": gold_ids,
@@ -97,9 +112,19 @@ def run_question(
         "query_stats": pred.get("query_stats"),
         "query_repetition_rate": query_repetition_rate(pred.get("query_stats")),
         "packing": pred.get("packing"),
-        "lm_calls": pred.get("lm_calls", 0),
+        # What the LM reported (a call answered from the cache reports nothing) ...
         "prompt_tokens": pred.get("prompt_tokens", 0),
         "completion_tokens": pred.get("completion_tokens", 0),
+        # ... and what was metered: every try of every call, cached or not.
+        "lm_calls": meter.calls,
+        "cached_calls": meter.cache_hits,
+        "failed_calls": meter.failed_calls,
+        "retries": meter.retries + judge_meter.retries,
+        "metered_tokens": meter.tokens,
+        "judge_calls": judge_meter.calls,
+        "judge_cached_calls": judge_meter.cache_hits,
+        "judge_prompt_tokens": judge_meter.prompt_tokens,
+        "judge_completion_tokens": judge_meter.completion_tokens,
         "seconds": round(time.perf_counter() - started, 3),
     }
 
@@ -112,10 +137,11 @@ class Runner:
         lm, autorater, store: The program LM, the metric, the article store (for recall).
         threads: Questions run at once.
         on_record: Called in the calling thread with each finished record, in the order the
-            questions finish (append to a run folder, advance a progress bar).
-        budget: Questions not yet started when it is exhausted are skipped.
-        meter: Add ``metered_tokens`` (every program LM call, cached or not, at 4 characters
-            per token) to each record.
+            questions finish (append to a run folder, advance a progress bar, add up costs).
+        stop: Asked before each question starts; a reason (text) means no more questions
+            start (a call or cost budget), and the run keeps what finished.
+
+    After :meth:`run`, ``stopped`` holds the reason the run stopped early, if it did.
     """
 
     lm: dspy.BaseLM
@@ -123,22 +149,20 @@ class Runner:
     store: Any = None
     threads: int = 1
     on_record: Sequence[Callable[[Record], None]] = field(default_factory=list)
-    budget: CallBudget | None = None
-    meter: bool = False
+    stop: Callable[[], str | None] | None = None
+    stopped: str | None = field(default=None, init=False)
 
     def _one(self, label: str, program: dspy.Module, example: dspy.Example) -> Record | None:
-        if self.budget is not None and self.budget.exhausted:
+        if self.stop is not None and (reason := self.stop()):
+            self.stopped = self.stopped or reason
             return None
-        if not self.meter:
-            return run_question(
-                label, program, example, lm=self.lm, autorater=self.autorater, store=self.store
-            )
-        with metered_question() as meter:
-            record = run_question(
-                label, program, example, lm=self.lm, autorater=self.autorater, store=self.store
-            )
-        record["metered_tokens"] = meter[0] + meter[1]
-        return record
+        return run_question(
+            label, program, example, lm=self.lm, autorater=self.autorater, store=self.store
+        )
+
+    def _lms(self) -> list[dspy.BaseLM]:
+        judge = self.autorater.judge_lm
+        return [self.lm] + ([judge] if judge is not None and judge is not self.lm else [])
 
     def run(
         self, label: str, program: dspy.Module, examples: Sequence[dspy.Example]
@@ -148,27 +172,60 @@ class Runner:
         Raises:
             RunAborted: a set-up problem; questions not yet started are cancelled, and the
                 records already handed to ``on_record`` stay.
+            KeyboardInterrupt: after the questions in flight were finished and handed to
+                ``on_record`` (a second Ctrl-C stops waiting for them).
         """
-        callbacks = [TokenMeter()] if self.meter else []
         results: dict[int, Record] = {}
-        with (
-            attached_callbacks(self.lm, *callbacks),
-            ThreadPoolExecutor(max_workers=max(1, self.threads)) as pool,
-        ):
+        pool = ThreadPoolExecutor(max_workers=max(1, self.threads))
+        with contextlib.ExitStack() as attached:
+            for lm in self._lms():
+                attached.enter_context(attached_callbacks(lm, TOKEN_METER))
+            # Not `with pool`: its exit would wait for every question in flight, even
+            # after a second Ctrl-C.
+            attached.callback(pool.shutdown, wait=False, cancel_futures=True)
             futures = {
                 pool.submit(self._one, label, program, example): i
                 for i, example in enumerate(examples)
             }
             try:
-                for future in as_completed(futures):
-                    record = future.result()
-                    if record is None:
-                        continue
-                    results[futures[future]] = record
-                    for hook in self.on_record:
-                        hook(record)
+                self._collect(futures, results, set(futures))
+            except KeyboardInterrupt:
+                self._finish_in_flight(futures, results)
+                raise
             except BaseException:
                 for future in futures:
                     future.cancel()
                 raise
         return [results[i] for i in sorted(results)]
+
+    def _collect(
+        self, futures: dict[Future, int], results: dict[int, Record], pending: set[Future]
+    ) -> None:
+        while pending:
+            done, _ = wait(pending, return_when=FIRST_COMPLETED)
+            for future in done:
+                pending.discard(future)
+                record = future.result()
+                if record is None:
+                    continue
+                results[futures[future]] = record
+                for hook in self.on_record:
+                    hook(record)
+
+    def _finish_in_flight(self, futures: dict[Future, int], results: dict[int, Record]) -> None:
+        for future in futures:
+            future.cancel()
+        running = {f for f in futures if not f.cancelled() and not f.done()}
+        finished = {f for f in futures if f.done() and not f.cancelled()}
+        finished -= {f for f in finished if futures[f] in results}
+        self.stopped = "interrupted"
+        if running:
+            logger.warning(
+                "stopping: finishing the %d question(s) in flight so they are saved "
+                "(Ctrl-C again to abandon them)",
+                len(running),
+            )
+        try:
+            self._collect(futures, results, running | finished)
+        except KeyboardInterrupt:
+            logger.warning("abandoned the questions in flight; every finished one is saved")

@@ -193,8 +193,7 @@ def score_program(
         store,
         threads=threads,
         on_record=[sink.append] if sink is not None else [],
-        budget=budget,
-        meter=True,
+        stop=(lambda: "max-lm-calls reached" if budget.exhausted else None) if budget else None,
     )
     results = runner.run(label, program, examples)
     score = DevScore(wanted=len(examples))

@@ -16,7 +16,14 @@ from dspy.utils.exceptions import ContextWindowExceededError
 from lm_fakes import REPLY, patch_llama_cpp
 
 import frames_dspy.lm.llama_engine as llama_engine
-from frames_dspy.lm import DEFAULT_N_CTX, LlamaCppEngine, LMSetupError, count_tokens, make_lm
+from frames_dspy.lm import (
+    DEFAULT_N_CTX,
+    LlamaCppEngine,
+    LMCallError,
+    LMSetupError,
+    count_tokens,
+    make_lm,
+)
 
 
 def test_model_loads_lazily_once_per_process(fake_llama_cpp, gguf):
@@ -67,11 +74,13 @@ def test_prompt_over_the_window_is_reported(fake_llama_cpp, gguf):
     assert "9000 tokens" in message and "8192" in message and "context budget" in message
 
 
-def test_timeout_is_a_setup_error(fake_llama_cpp, gguf):
+def test_timeout_is_a_failed_call_not_retried(fake_llama_cpp, gguf):
     fake_llama_cpp.options = {"delay": 0.05}
-    lm = make_lm(f"local:{gguf}", timeout=0.01, cache=False)
-    with pytest.raises(LMSetupError, match=r"stopped after 0\.01 s"):
+    lm = make_lm(f"local:{gguf}", timeout=0.01, cache=False, num_retries=3)
+    with pytest.raises(LMCallError, match=r"stopped after 0\.01 s") as info:
         lm("write an essay")
+    # A greedy local model that ran out of time would run out again: one try only.
+    assert info.value.attempts == 1 and len(fake_llama_cpp.instances[0].calls) == 1
     assert make_lm(f"local:{gguf}", timeout=30, cache=False)("hi") == [REPLY]
 
 

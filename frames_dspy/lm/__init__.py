@@ -20,9 +20,11 @@ string and the request, never on the engine, so the model string of an embedded 
 prefix of the file's SHA-256.
 
 Set-up problems (a missing extra, missing or corrupt weight parts, a missing API key, a server
-that refuses connections, a call that times out) raise :class:`LMSetupError` with the fix in the
-message. A prompt longer than the context window raises DSPy's ``ContextWindowExceededError``
-naming the prompt's tokens and the window.
+that refuses connections at start, rejected credentials, an unknown model) raise
+:class:`LMSetupError` with the fix in the message. Passing faults (rate limits, server errors,
+dropped connections, timeouts) are retried with backoff and then raise :class:`LMCallError`,
+which a run records as that question's error. A prompt longer than the context window raises
+DSPy's ``ContextWindowExceededError`` naming the prompt's tokens and the window.
 
 The package is split by concern: :mod:`~frames_dspy.lm.specs` (spec strings and bundled
 models), :mod:`~frames_dspy.lm.weights` (model files and checksums),
@@ -31,7 +33,7 @@ models), :mod:`~frames_dspy.lm.weights` (model files and checksums),
 (:func:`make_lm`) and :mod:`~frames_dspy.lm.usage` (windows, token counts, usage totals).
 """
 
-from frames_dspy.lm.errors import LMSetupError
+from frames_dspy.lm.errors import LMCallError, LMSetupError
 from frames_dspy.lm.factory import FramesLM, make_lm
 from frames_dspy.lm.llama_engine import LlamaCppEngine, loaded_models
 from frames_dspy.lm.specs import (
@@ -62,6 +64,7 @@ __all__ = [
     "MODEL_DIR_ENV",
     "BundledModel",
     "FramesLM",
+    "LMCallError",
     "LMSetupError",
     "LlamaCppEngine",
     "ModelSpec",

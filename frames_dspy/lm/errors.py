@@ -1,8 +1,12 @@
-"""Set-up errors: one exception type whose message says what went wrong and how to fix it.
+"""Two kinds of LM failure, each with a message that says what happened and how to fix it.
 
-DSPy reports a failed call as one of its ``LMError`` subclasses (authentication, transport,
-timeout, ...). :func:`_setup_error` turns those that mean "the LM is not set up right" into an
-:class:`LMSetupError` naming the model, the server or provider, and the fix.
+- :class:`LMSetupError`: the LM cannot run as configured (no key, rejected credentials, an
+  unknown model, no billing). Every question would fail the same way, so a run stops at once.
+- :class:`LMCallError`: one call failed (a timeout, a dropped connection, a rate limit or a
+  server error that outlived its retries). A run records it as that question's error and goes
+  on; the run's table counts it.
+
+DSPy reports a failed call as one of its ``LMError`` subclasses; :func:`classify` maps them.
 """
 
 from __future__ import annotations
@@ -11,35 +15,62 @@ from typing import Any
 
 from dspy.utils.exceptions import (
     LMAuthError,
+    LMBillingError,
     LMError,
     LMNotConfiguredError,
+    LMRateLimitError,
+    LMServerError,
     LMTimeoutError,
     LMTransportError,
+    LMUnsupportedModelError,
 )
 
-__all__ = ["LMSetupError"]
+__all__ = ["LMSetupError", "LMCallError", "RETRYABLE", "classify"]
 
 
 class LMSetupError(RuntimeError):
     """The LM cannot run as configured; the message says what happened and how to fix it."""
 
 
-def _setup_error(lm: Any, exc: LMError) -> LMSetupError | None:
-    """The set-up error a DSPy LM error stands for, or None if it is not a set-up problem.
+class LMCallError(RuntimeError):
+    """One LM call failed after its retries; the question is recorded as failed.
+
+    Attributes:
+        attempts: How many times the call was tried.
+    """
+
+    def __init__(self, message: str, *, attempts: int = 1):
+        super().__init__(message)
+        self.attempts = attempts
+
+
+#: Faults worth another try: they are about this moment, not about the set-up.
+RETRYABLE = (LMRateLimitError, LMServerError, LMTransportError, LMTimeoutError)
+
+
+def _target(lm: Any) -> str:
+    api_base = lm.kwargs.get("api_base")
+    return f"the server at {api_base}" if api_base else f"the {lm.model.split('/')[0]} API"
+
+
+def classify(lm: Any, exc: LMError, *, attempts: int = 1) -> LMSetupError | LMCallError | None:
+    """The error a DSPy LM error stands for, or None to re-raise it as it is.
 
     Args:
         lm: The ``dspy.LM`` whose call failed.
         exc: The error DSPy raised.
+        attempts: How many times the call was tried (for the message).
 
     Returns:
-        An :class:`LMSetupError` to raise from ``exc``, or None to re-raise ``exc`` as it is.
+        An :class:`LMSetupError` (stop the run), an :class:`LMCallError` (record and go on),
+        or None (anything else, e.g. a prompt over the context window: a question's error).
     """
     cause = exc.__cause__
-    if isinstance(cause, LMSetupError):
+    if isinstance(cause, LMSetupError | LMCallError):
         return cause
-    api_base = lm.kwargs.get("api_base")
-    target = f"the server at {api_base}" if api_base else f"the {lm.model.split('/')[0]} API"
-    if isinstance(exc, (LMAuthError, LMNotConfiguredError)):
+    target = _target(lm)
+    tries = f" (tried {attempts} times)" if attempts > 1 else ""
+    if isinstance(exc, LMAuthError | LMNotConfiguredError):
         keys = getattr(exc, "env_keys", None) or ()
         where = (
             f"set {' or '.join(keys)} or pass api_key="
@@ -47,24 +78,39 @@ def _setup_error(lm: Any, exc: LMError) -> LMSetupError | None:
             else "pass api_key= or set the provider's API-key environment variable"
         )
         return LMSetupError(f"{target} rejected the credentials for {lm.model!r} ({exc}); {where}")
+    if isinstance(exc, LMBillingError):
+        return LMSetupError(f"{target} refused {lm.model!r} for billing reasons ({exc})")
+    if isinstance(exc, LMUnsupportedModelError):
+        return LMSetupError(
+            f"{target} does not serve {lm.model!r} ({exc}); check the model name (--model)"
+        )
     if isinstance(exc, LMTimeoutError):
         # Asked through an attribute, not isinstance(LlamaCppEngine): the engine module imports
         # this one, so importing it back would make a cycle.
         engine = getattr(lm, "engine", None)
         if getattr(engine, "embedded", False):
-            return LMSetupError(
+            return LMCallError(
                 f"a call to the embedded model {lm.model!r} was stopped after "
-                f"{engine.timeout:g} s (timeout=); pass a larger timeout= to make_lm, lower "
-                "max_tokens, or shorten the prompt"
+                f"{engine.timeout:g} s (timeout=); pass a larger timeout= to make_lm "
+                "(--lm-timeout), lower max_tokens, or shorten the prompt",
+                attempts=attempts,
             )
         timeout = lm.kwargs.get("timeout")
         after = f" after {timeout:g} s" if isinstance(timeout, int | float) else ""
-        return LMSetupError(
-            f"a call to {lm.model!r} timed out{after} ({exc}); pass a larger timeout= to "
-            f"make_lm, lower max_tokens, or check that {target} is not overloaded"
+        return LMCallError(
+            f"a call to {lm.model!r} timed out{after}{tries} ({exc}); pass a larger timeout "
+            f"(--lm-timeout), lower max_tokens, or check that {target} is not overloaded",
+            attempts=attempts,
         )
     if isinstance(exc, LMTransportError):
-        return LMSetupError(
-            f"could not reach {target} for {lm.model!r} ({exc}); start the server or fix api_base"
+        return LMCallError(
+            f"could not reach {target} for {lm.model!r}{tries} ({exc}); check that the server "
+            "is up and api_base is right",
+            attempts=attempts,
+        )
+    if isinstance(exc, LMRateLimitError | LMServerError):
+        kind = "rate-limited" if isinstance(exc, LMRateLimitError) else "failed"
+        return LMCallError(
+            f"{target} {kind} a call to {lm.model!r}{tries} ({exc})", attempts=attempts
         )
     return None

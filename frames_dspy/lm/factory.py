@@ -2,14 +2,19 @@
 
 from __future__ import annotations
 
+import asyncio
+import logging
+import random
 import re
+import time
 from pathlib import Path
 from typing import Any
 
 import dspy
 from dspy.utils.exceptions import LMConfigurationError, LMError
 
-from frames_dspy.lm.errors import LMSetupError, _setup_error
+from frames_dspy.accounting import note_retry
+from frames_dspy.lm.errors import RETRYABLE, LMSetupError, classify
 from frames_dspy.lm.litellm_setup import (
     _check_reachable,
     _resolve_api_key,
@@ -25,15 +30,24 @@ from frames_dspy.lm.specs import (
 )
 from frames_dspy.lm.weights import assemble_model, assembled_sha256, file_fingerprint
 
+logger = logging.getLogger(__name__)
+
 __all__ = ["FramesLM", "make_lm"]
+
+#: The longest wait between two tries of one call.
+MAX_BACKOFF = 60.0
 
 
 class FramesLM(dspy.LM):
-    """A ``dspy.LM`` whose set-up failures surface as :class:`LMSetupError`.
+    """A ``dspy.LM`` that retries passing faults and says plainly what went wrong.
 
-    Built by :func:`make_lm`; behaves exactly like ``dspy.LM`` otherwise. Authentication,
-    transport and timeout failures at call time are re-raised as :class:`LMSetupError` with the
-    fix in the message (the original DSPy error is the ``__cause__``).
+    Built by :func:`make_lm`; behaves like ``dspy.LM`` otherwise. Rate limits, server errors,
+    dropped connections and API timeouts are retried ``max_retries`` times with exponential
+    backoff (honouring a server's ``Retry-After``); each retry is counted against the current
+    question's meter (:func:`frames_dspy.accounting.note_retry`). A fault that outlives its
+    retries raises :class:`LMCallError` (a run records it and goes on); a set-up problem
+    (credentials, an unknown model) raises :class:`LMSetupError` at once (a run stops). The
+    original DSPy error is the ``__cause__``.
 
     Args:
         model: The DSPy model string.
@@ -44,6 +58,8 @@ class FramesLM(dspy.LM):
             ``n_ctx`` given to :func:`make_lm` for an API model); stored as
             ``declared_context_window``, which :func:`~frames_dspy.lm.usage.context_window`
             reads first.
+        max_retries: Tries after the first for a retryable fault (DSPy's own retries are off).
+        retry_backoff: Seconds before the first retry; doubled for each further one.
         **kwargs: Passed to ``dspy.LM``.
 
     Attributes:
@@ -57,36 +73,77 @@ class FramesLM(dspy.LM):
         *args: Any,
         model_spec: ModelSpec | None = None,
         context_window: int | None = None,
+        max_retries: int = 0,
+        retry_backoff: float = 1.0,
         **kwargs: Any,
     ):
+        if max_retries < 0 or retry_backoff < 0:
+            raise ValueError(
+                f"max_retries={max_retries} and retry_backoff={retry_backoff} must be >= 0"
+            )
+        kwargs["num_retries"] = 0  # retried here, where each retry can be counted
         super().__init__(model, *args, **kwargs)
         # Plain attributes set here, never patched on afterwards: dspy.LM.copy() copies the
-        # instance, so a copy (e.g. lm.copy(cache=False)) keeps both.
+        # instance, so a copy (e.g. lm.copy(cache=False)) keeps them.
         self.model_spec = model_spec
         self.declared_context_window = context_window
+        self.max_retries = max_retries
+        self.retry_backoff = retry_backoff
 
     @property
     def spec(self) -> str | None:
         """The spec string the LM was built from (``model_spec.text``), or None."""
         return self.model_spec.text if self.model_spec is not None else None
 
+    def _retry_wait(self, exc: LMError, attempt: int) -> float | None:
+        """Seconds to wait before try ``attempt + 1``, or None when the call must not retry."""
+        if attempt > self.max_retries or not isinstance(exc, RETRYABLE):
+            return None
+        if getattr(self.engine, "embedded", False):
+            return None  # a greedy local model that ran out of time would run out again
+        hint = getattr(exc, "retry_after", None)
+        if isinstance(hint, int | float) and 0 <= hint <= MAX_BACKOFF:
+            return float(hint)
+        # Jitter keeps threads that failed together from retrying together.
+        base = self.retry_backoff * 2 ** (attempt - 1)
+        return min(MAX_BACKOFF, base) * random.uniform(0.5, 1.0)
+
+    def _failed(self, exc: LMError, attempts: int) -> BaseException:
+        problem = classify(self, exc, attempts=attempts)
+        return problem if problem is not None else exc
+
     def __call__(self, *args, **kwargs):
-        try:
-            return super().__call__(*args, **kwargs)
-        except LMError as exc:
-            translated = _setup_error(self, exc)
-            if translated is None:
-                raise
-            raise translated from exc
+        attempt = 0
+        while True:
+            attempt += 1
+            try:
+                return super().__call__(*args, **kwargs)
+            except LMError as exc:
+                wait = self._retry_wait(exc, attempt)
+                if wait is None:
+                    problem = self._failed(exc, attempt)
+                    if problem is exc:
+                        raise
+                    raise problem from exc
+                logger.info("retrying %s in %.2f s after: %s", self.model, wait, exc)
+                note_retry()
+                time.sleep(wait)
 
     async def acall(self, *args, **kwargs):
-        try:
-            return await super().acall(*args, **kwargs)
-        except LMError as exc:
-            translated = _setup_error(self, exc)
-            if translated is None:
-                raise
-            raise translated from exc
+        attempt = 0
+        while True:
+            attempt += 1
+            try:
+                return await super().acall(*args, **kwargs)
+            except LMError as exc:
+                wait = self._retry_wait(exc, attempt)
+                if wait is None:
+                    problem = self._failed(exc, attempt)
+                    if problem is exc:
+                        raise
+                    raise problem from exc
+                note_retry()
+                await asyncio.sleep(wait)
 
 
 def _bundled_or_file(parsed: ModelSpec) -> tuple[Path, str]:
@@ -121,6 +178,7 @@ def make_lm(
     api_key: str | None = None,
     timeout: float | None = None,
     num_retries: int | None = None,
+    retry_backoff: float = 1.0,
     n_threads: int | None = None,
     check_connection: bool = True,
     **kwargs: Any,
@@ -142,9 +200,12 @@ def make_lm(
         cache: Whether DSPy caches responses.
         api_base: Base URL of an OpenAI-compatible (or other LiteLLM-supported) server.
         api_key: API key; by default the provider's environment variable is used.
-        timeout: Seconds a call may take; a call that runs longer raises :class:`LMSetupError`.
-        num_retries: Retries of transient failures; None means 0 for embedded models (a local
-            failure repeats) and 3 for API models.
+        timeout: Seconds a call may take; a call that runs longer is retried (API models) and
+            then raises :class:`LMCallError`.
+        num_retries: Retries of passing faults (rate limits, server errors, dropped
+            connections, timeouts); None means 0 for embedded models (a local failure repeats)
+            and 3 for API models.
+        retry_backoff: Seconds before the first retry, doubled for each further one.
         n_threads: CPU threads for embedded models (default: all available cores).
         check_connection: Check at once that ``api_base`` accepts connections.
         **kwargs: Further generation settings sent with every request (e.g. ``top_p``,
@@ -183,7 +244,8 @@ def make_lm(
             temperature=temperature,
             max_tokens=max_tokens or DEFAULT_LOCAL_MAX_TOKENS,
             cache=cache,
-            num_retries=0 if num_retries is None else num_retries,
+            max_retries=0 if num_retries is None else num_retries,
+            retry_backoff=retry_backoff,
             model_spec=parsed,
             context_window=engine.n_ctx,
             **settings,
@@ -201,7 +263,8 @@ def make_lm(
             temperature=temperature,
             max_tokens=max_tokens,
             cache=cache,
-            num_retries=3 if num_retries is None else num_retries,
+            max_retries=3 if num_retries is None else num_retries,
+            retry_backoff=retry_backoff,
             model_spec=parsed,
             context_window=n_ctx,
             **{k: v for k, v in client.items() if v is not None},

@@ -19,9 +19,11 @@ the kind, so :func:`build_program` builds any :class:`~frames_dspy.programs.spec
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import re
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from contextvars import ContextVar
 from typing import Any
 
 import dspy
@@ -42,6 +44,7 @@ logger = logging.getLogger(__name__)
 
 __all__ = [
     "PROGRAM_CLASSES",
+    "recording_rounds",
     "Naive",
     "RetrieveThenAnswer",
     "Oracle",
@@ -49,6 +52,29 @@ __all__ = [
     "clean_queries",
     "build_program",
 ]
+
+# What the program running in this thread has retrieved so far: if it fails half-way, the
+# runner still credits the articles it found (its recall is not left out of the average).
+_ROUNDS: ContextVar[dict[str, list] | None] = ContextVar("frames_rounds", default=None)
+
+
+@contextlib.contextmanager
+def recording_rounds() -> Iterator[dict[str, list]]:
+    """Collect ``context_ids`` and ``queries`` per round of the program run in the block."""
+    trace: dict[str, list] = {"context_ids": [], "queries": []}
+    token = _ROUNDS.set(trace)
+    try:
+        yield trace
+    finally:
+        _ROUNDS.reset(token)
+
+
+def _note_round(ids: list[str], queries: list[str]) -> None:
+    trace = _ROUNDS.get()
+    if trace is not None:
+        trace["context_ids"].append(list(ids))
+        trace["queries"].append(list(queries))
+
 
 #: Program kind -> its module class (filled as the classes below are defined).
 PROGRAM_CLASSES: dict[str, type[_FramesProgram]] = {}
@@ -213,8 +239,9 @@ class RetrieveThenAnswer(_FramesProgram):
         def body():
             hits = self.retriever.search(question, self.n_docs)
             articles = [self.retriever.store[h.article_id] for h in hits]
-            answer, packed = self._answer(question, articles)
             ids = [a.id for a in articles]
+            _note_round(ids, [question])
+            answer, packed = self._answer(question, articles)
             return {
                 "answer": answer,
                 "context_ids": [ids],
@@ -244,6 +271,7 @@ class Oracle(_FramesProgram):
 
         def body():
             articles = self.store.resolve_many(gold_urls)
+            _note_round([a.id for a in articles], [])
             answer, packed = self._answer(question, articles)
             return {
                 "answer": answer,
@@ -383,6 +411,7 @@ class MultiHop(_FramesProgram):
                             context.append(store[hit.article_id])
                 per_round_ids.append([a.id for a in context])
                 per_round_queries.append(queries)
+                _note_round(per_round_ids[-1], queries)
             answer, packed = self._answer(question, context)
             return {
                 "answer": answer,

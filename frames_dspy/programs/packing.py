@@ -11,13 +11,10 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from frames_dspy.accounting import CHARS_PER_TOKEN
 from frames_dspy.corpus import Article
 
 __all__ = ["CHARS_PER_TOKEN", "PackedContext", "pack_articles"]
-
-# English Wikipedia text runs close to 4 characters per token for the Qwen and GPT tokenizers;
-# budgets are set in tokens and converted with this ratio, so no tokenizer pass is needed.
-CHARS_PER_TOKEN = 4.0
 
 
 @dataclass
