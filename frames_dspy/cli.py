@@ -11,7 +11,55 @@ import argparse
 from collections.abc import Sequence
 from typing import Any
 
-__all__ = ["positive_int", "choice_list", "add_model_arguments", "add_data_arguments"]
+from frames_dspy.lm.cache import CACHE_MODES
+
+__all__ = [
+    "CommandParser",
+    "non_negative_int",
+    "fraction",
+    "positive_int",
+    "positive_float",
+    "choice_list",
+    "add_model_arguments",
+    "add_data_arguments",
+]
+
+
+class CommandParser(argparse.ArgumentParser):
+    """An argument parser whose errors are one line naming the bad value, with exit status 2."""
+
+    def error(self, message: str):
+        self.exit(2, f"{self.prog}: error: {message} (see --help)\n")
+
+
+def non_negative_int(name: str):
+    """An argparse type for a whole number >= 0 whose error names the flag."""
+
+    def parse(text: str) -> int:
+        try:
+            value = int(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"{name} {text!r} is not a whole number") from None
+        if value < 0:
+            raise argparse.ArgumentTypeError(f"{name} {value} must be 0 or more")
+        return value
+
+    return parse
+
+
+def fraction(name: str):
+    """An argparse type for a number in [0, 1] whose error names the flag."""
+
+    def parse(text: str) -> float:
+        try:
+            value = float(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"{name} {text!r} is not a number") from None
+        if not 0.0 <= value <= 1.0:
+            raise argparse.ArgumentTypeError(f"{name} {value:g} must be between 0 and 1")
+        return value
+
+    return parse
 
 
 def positive_int(name: str):
@@ -24,6 +72,21 @@ def positive_int(name: str):
             raise argparse.ArgumentTypeError(f"{name} {text!r} is not a whole number") from None
         if value < 1:
             raise argparse.ArgumentTypeError(f"{name} {value} must be at least 1")
+        return value
+
+    return parse
+
+
+def positive_float(name: str):
+    """An argparse type for a number > 0 whose error names the flag."""
+
+    def parse(text: str) -> float:
+        try:
+            value = float(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"{name} {text!r} is not a number") from None
+        if not value > 0:
+            raise argparse.ArgumentTypeError(f"{name} {value:g} must be more than 0")
         return value
 
     return parse
@@ -71,6 +134,23 @@ def add_model_arguments(parser: argparse.ArgumentParser, defaults: Any) -> None:
         "anything; 0 for other judges)",
     )
     models.add_argument("--temperature", type=float, default=defaults.temperature)
+    models.add_argument(
+        "--lm-timeout",
+        type=positive_float("--lm-timeout"),
+        default=None,
+        metavar="SECONDS",
+        help="seconds one LM call may take; a slower call is retried (API models) and then "
+        "recorded as that question's error (default: the provider's; none for the embedded "
+        "model)",
+    )
+    models.add_argument(
+        "--cache",
+        choices=CACHE_MODES,
+        default=defaults.cache,
+        help="DSPy's response cache for program and judge calls: on (reuse answers; they are "
+        "counted as cached in the table), off (no reads, no writes), refresh (no reads, "
+        "overwrite). Keyed by model file and API base (default %(default)s)",
+    )
     models.add_argument(
         "--max-tokens",
         type=positive_int("--max-tokens"),

@@ -142,11 +142,23 @@ def _read_local(path: Path) -> list[dspy.Example]:
         ) from err
     if not text.strip():
         raise DatasetError(f"dataset file {path} is empty")
-    reader = csv.DictReader(
-        io.StringIO(text, newline=""), delimiter="\t" if suffix == ".tsv" else ","
-    )
-    columns = list(reader.fieldnames or [])
-    return _rows_to_examples(reader, columns, str(path))
+    reader = csv.reader(io.StringIO(text, newline=""), delimiter="\t" if suffix == ".tsv" else ",")
+    columns = next(reader)
+    rows = []
+    start = reader.line_num + 1
+    for cells in reader:
+        # A short row would otherwise be padded with empty cells and load as a question with
+        # missing links, a long one lose its extra cells: count the fields of every row.
+        if cells and len(cells) != len(columns):
+            raise DatasetError(
+                f"{path}, line {start}: expected {len(columns)} fields (as in the header), found "
+                f"{len(cells)}; a {'tab' if suffix == '.tsv' else 'comma'} or a quote is missing "
+                "or extra in that row"
+            )
+        if cells:
+            rows.append(dict(zip(columns, cells, strict=True)))
+        start = reader.line_num + 1
+    return _rows_to_examples(rows, columns, str(path))
 
 
 def load_frames(

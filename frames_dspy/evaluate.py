@@ -11,13 +11,24 @@ from __future__ import annotations
 
 import argparse
 import logging
+import os
 import sys
+import threading
 from collections.abc import Sequence
 from datetime import datetime
 from pathlib import Path
 
 from frames_dspy import report
-from frames_dspy.cli import add_data_arguments, add_model_arguments, choice_list
+from frames_dspy.cli import (
+    CommandParser,
+    add_data_arguments,
+    add_model_arguments,
+    choice_list,
+    fraction,
+    non_negative_int,
+    positive_float,
+    positive_int,
+)
 from frames_dspy.corpus import CorpusError
 from frames_dspy.data import DatasetError
 from frames_dspy.evaluation import EvalConfig, run_evaluation
@@ -51,26 +62,32 @@ def _parse_ids(text: str) -> list[int]:
 
 def build_parser() -> argparse.ArgumentParser:
     defaults = EvalConfig()
-    parser = argparse.ArgumentParser(
+    conditions = "\n".join(f"  {name:<20} {c.summary}" for name, c in CONDITIONS.items())
+    parser = CommandParser(
         prog="python -m frames_dspy.evaluate",
         formatter_class=argparse.RawDescriptionHelpFormatter,
         description=(
             "Run the FRAMES paper's setups on FRAMES questions and score them with the\n"
-            "autorater.\n\n"
-            "Conditions: naive (question only), bm25-2 / bm25-4 (top 2 or 4 BM25 articles for\n"
-            "the question), oracle (all gold articles), multistep-vanilla / multistep-planning\n"
-            "(ROUNDS rounds of K LM-written queries, N_DOCS articles each, then one answer).\n"
-            "Everything lands in a run folder (--out); rerun with the same --out to resume."
+            f"autorater. Conditions:\n{conditions}\n\n"
+            "Before any LM call it prints an estimate of LM calls, tokens and (for priced API\n"
+            "models) dollars per condition; one bar then shows progress over the whole run\n"
+            "with an ETA and what was spent. Everything lands in a run folder (--out): rerun\n"
+            "with the same --out to resume a stopped or killed run. The table counts every\n"
+            "question: failed programs and judge errors count as wrong and have columns of\n"
+            "their own, as do LM calls answered from the cache and retried faults."
         ),
         epilog=(
             "examples:\n"
             "  python -m frames_dspy.evaluate --limit 10\n"
             "  python -m frames_dspy.evaluate --conditions naive,oracle --ids 0-4\n"
             "  python -m frames_dspy.evaluate --model openai/gpt-4o-mini --judge-model "
-            "openai/gpt-4o --threads 8\n"
+            "openai/gpt-4o --threads 8 --max-cost 5\n"
             "  python -m frames_dspy.evaluate --model openai/qwen --api-base "
-            "http://localhost:8000/v1\n"
-            "  python -m frames_dspy.evaluate --program runs/opt/program.json --split test"
+            "http://localhost:8000/v1 --cache off\n"
+            "  python -m frames_dspy.evaluate --program runs/opt/program.json --split test\n\n"
+            "exit status: 0 done (or stopped cleanly by --max-lm-calls/--max-cost), 1 a\n"
+            "condition failed on more than --max-failure-rate of its questions, 2 bad input or\n"
+            "an LM that cannot run, 130 interrupted (finished questions are saved)."
         ),
     )
     what = parser.add_argument_group("what to run")
@@ -88,16 +105,19 @@ def build_parser() -> argparse.ArgumentParser:
     )
     what.add_argument(
         "--rounds",
-        type=int,
+        type=positive_int("--rounds"),
         default=defaults.rounds,
         help="multi-step rounds (default %(default)s, the paper's)",
     )
     what.add_argument(
-        "--k", type=int, default=defaults.k, help="queries per round (default %(default)s)"
+        "--k",
+        type=positive_int("--k"),
+        default=defaults.k,
+        help="queries per round (default %(default)s)",
     )
     what.add_argument(
         "--n-docs",
-        type=int,
+        type=positive_int("--n-docs"),
         default=defaults.n_docs,
         help="articles per query per round (default %(default)s)",
     )
@@ -110,7 +130,7 @@ def build_parser() -> argparse.ArgumentParser:
     what.add_argument("--cot", action="store_true", help="answer with chain of thought")
     what.add_argument(
         "--context-tokens",
-        type=int,
+        type=positive_int("--context-tokens"),
         default=None,
         help="token budget for articles in the answer prompt (default: from the "
         "model: 2000 for the embedded model, up to 100k for API models)",
@@ -124,16 +144,39 @@ def build_parser() -> argparse.ArgumentParser:
         default="all",
         help="a seeded stratified split (sizes --train/--dev; test is the rest)",
     )
-    sel.add_argument("--train", type=int, default=defaults.train)
-    sel.add_argument("--dev", type=int, default=defaults.dev)
-    sel.add_argument("--limit", type=int, default=None, help="first N selected questions")
+    sel.add_argument("--train", type=non_negative_int("--train"), default=defaults.train)
+    sel.add_argument("--dev", type=non_negative_int("--dev"), default=defaults.dev)
+    sel.add_argument(
+        "--limit", type=positive_int("--limit"), default=None, help="first N selected questions"
+    )
     sel.add_argument("--ids", type=_parse_ids, default=None, help="question ids, e.g. 0,5,7-9")
     run = parser.add_argument_group("run")
     run.add_argument(
         "--threads",
-        type=int,
+        type=positive_int("--threads"),
         default=defaults.threads,
         help="questions in parallel (the embedded model serialises its calls)",
+    )
+    run.add_argument(
+        "--max-failure-rate",
+        type=fraction("--max-failure-rate"),
+        default=defaults.max_failure_rate,
+        help="exit with status 1, loudly, when more than this share of a condition's "
+        "questions failed (default %(default)s); the records stay",
+    )
+    run.add_argument(
+        "--max-lm-calls",
+        type=positive_int("--max-lm-calls"),
+        default=None,
+        help="start no question after this many LM calls (program and judge, cached ones "
+        "included); finished questions are kept, a rerun with the same --out continues",
+    )
+    run.add_argument(
+        "--max-cost",
+        type=positive_float("--max-cost"),
+        default=None,
+        metavar="DOLLARS",
+        help="start no question once this much was spent (API models LiteLLM can price)",
     )
     run.add_argument(
         "--out",
@@ -149,8 +192,6 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
     logging.basicConfig(level=logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
-    if args.limit is not None and args.limit < 1:
-        parser.error(f"--limit {args.limit} must be at least 1")
     conditions = list(args.conditions or ()) or (["program"] if args.program else list(CONDITIONS))
     if args.program and args.conditions:
         conditions = [*args.conditions, "program"]
@@ -159,17 +200,43 @@ def main(argv: Sequence[str] | None = None) -> int:
     # Named here, so the interrupt message and the last line can say where the run is.
     config.out = config.out or str(Path("runs") / datetime.now().strftime("%Y%m%d-%H%M%S"))
     try:
-        summary = run_evaluation(config, progress=not args.quiet)
+        summary = run_evaluation(config, progress=not args.quiet, say=_stderr)
     except (DatasetError, CorpusError, ValueError, LMSetupError, RunAborted) as err:
         print(f"error: {err}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:
-        print(f"\ninterrupted; rerun with --out {config.out} to resume", file=sys.stderr)
+        print(
+            f"\ninterrupted: every finished question is saved in {config.out}; rerun with "
+            f"--out {config.out} to resume",
+            file=sys.stderr,
+        )
+        if threading.active_count() > 1:
+            # Abandoned questions still hold worker threads; the records are on disk (fsynced
+            # per line), so leave without waiting for them.
+            sys.stdout.flush()
+            sys.stderr.flush()
+            os._exit(130)
         return 130
     print()
-    print(report.table3_markdown(summary, model=config.model))
+    print(report.table3_markdown(summary, model=config.model, notes=summary.notes))
     print(f"run folder: {config.out}")
-    return 0
+    if summary.stopped:
+        print(f"stopped early: {summary.stopped}; rerun with --out {config.out} to continue")
+    failing = summary.failing(config.max_failure_rate)
+    for name, row in failing.items():
+        kinds = ", ".join(f"{k} {v}" for k, v in row["program_errors_by_kind"].items())
+        print(
+            f"FAILED: {name}: the program failed on {row['program_errors']} of {row['n']} "
+            f"questions ({row['program_errors'] / row['n']:.0%} > --max-failure-rate "
+            f"{config.max_failure_rate:g}): {kinds}. Their errors are in "
+            f"{config.out}/predictions.jsonl; they count as wrong in the table.",
+            file=sys.stderr,
+        )
+    return 1 if failing else 0
+
+
+def _stderr(line: str) -> None:
+    print(line, file=sys.stderr, flush=True)
 
 
 if __name__ == "__main__":

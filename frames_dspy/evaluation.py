@@ -12,7 +12,10 @@ per-article-count tables, and plots.
 
 from __future__ import annotations
 
+import contextlib
 import logging
+import tempfile
+from collections.abc import Callable
 from dataclasses import asdict, dataclass, field, replace
 from datetime import datetime
 from pathlib import Path
@@ -21,8 +24,11 @@ from typing import Any
 import dspy
 
 from frames_dspy import report
+from frames_dspy.accounting import CallBudget, attached_callbacks
+from frames_dspy.cost import Pricer, SpendMeter, estimate_lines, question_cost
 from frames_dspy.data import load_frames, split_frames
 from frames_dspy.files import sha256_file
+from frames_dspy.lm import ModelSpec, parse_spec
 from frames_dspy.programs import (
     CONDITIONS,
     ProgramSpec,
@@ -30,6 +36,7 @@ from frames_dspy.programs import (
     check_program_file,
     load_program,
 )
+from frames_dspy.progress import RunProgress
 from frames_dspy.run_folder import RunFolder, setting_differences
 from frames_dspy.runner import Runner
 from frames_dspy.session import (
@@ -42,7 +49,7 @@ from frames_dspy.session import (
 
 logger = logging.getLogger(__name__)
 
-__all__ = ["EvalConfig", "RESUME_KEYS", "run_evaluation"]
+__all__ = ["EvalConfig", "RESUME_KEYS", "RunSummary", "run_evaluation"]
 
 #: Settings that change what a prediction means: a run folder only resumes when they match.
 RESUME_KEYS = (
@@ -72,6 +79,11 @@ class EvalConfig(ModelDataSettings):
             condition).
         threads: Questions run at once.
         out: The run folder; None means ``runs/<timestamp>``.
+        max_failure_rate: Above this share of failed questions in a condition the command
+            reports the run as failed (exit status 1); the records stay.
+        max_lm_calls, max_cost: Stop starting questions once this many LM calls (program and
+            judge, cached ones included) were made, or this many dollars spent (API models
+            LiteLLM can price); finished questions are kept and a rerun continues.
     """
 
     conditions: list[str] = field(default_factory=lambda: list(CONDITIONS))
@@ -89,6 +101,9 @@ class EvalConfig(ModelDataSettings):
     program: str | None = None
     out: str | None = None
     seed: int = 0
+    max_failure_rate: float = 0.05
+    max_lm_calls: int | None = None
+    max_cost: float | None = None
 
 
 def _select(examples: list[dspy.Example], config: EvalConfig) -> list[dspy.Example]:
@@ -168,33 +183,57 @@ def _build(
     return build_program(spec, **parts)
 
 
-class _Bar:
-    """A tqdm bar per condition showing accuracy and tokens per question so far."""
+class RunSummary(dict):
+    """Per-condition summary rows (a dict, as ``summary.json`` holds them) and how the run went.
 
-    def __init__(self, label: str, total: int, done: int, *, enabled: bool):
-        from tqdm.auto import tqdm
+    Attributes:
+        out: The run folder.
+        stopped: Why the run stopped before every question was done (a budget, Ctrl-C), or None.
+        notes: How the run was made (models, judge, cache, an early stop), as ``table.md`` says.
+    """
 
-        self._bar = tqdm(
-            total=total,
-            initial=done,
-            desc=f"{label:<18}",
-            disable=not enabled,
-            unit="q",
-            dynamic_ncols=True,
+    def __init__(self, rows: dict[str, dict[str, Any]], *, out: Path, stopped, notes):
+        super().__init__(rows)
+        self.out = out
+        self.stopped = stopped
+        self.notes = list(notes)
+
+    def failing(self, max_rate: float) -> dict[str, dict[str, Any]]:
+        """Conditions where more than ``max_rate`` of the questions' programs failed."""
+        return {
+            name: row
+            for name, row in self.items()
+            if row["n"] and row["program_errors"] / row["n"] > max_rate
+        }
+
+
+def _check_out(path: Path) -> None:
+    """Refuse a run folder that cannot be written, before anything is loaded or created."""
+    existing = path
+    while not existing.exists() and existing != existing.parent:
+        existing = existing.parent
+    try:
+        if not existing.is_dir():
+            raise NotADirectoryError(20, "not a folder", str(existing))
+        with tempfile.NamedTemporaryFile(dir=existing, prefix=".frames-write-test-"):
+            pass
+    except OSError as err:
+        raise ValueError(
+            f"cannot write the run folder {path} ({err.strerror or err}: {existing}); choose "
+            "another --out"
+        ) from err
+
+
+def _notes(session: Session, settings: EvalConfig) -> list[str]:
+    lm_model = getattr(session.lm, "model", str(session.lm))
+    judge_model = getattr(session.judge_lm, "model", str(session.judge_lm))
+    notes = [f"program LM: {lm_model}; judge: {judge_model}; LM cache: {settings.cache}"]
+    if session.self_judging:
+        notes.append(
+            "SELF-JUDGING: the judge is the model under test, which tends to inflate scores; "
+            "pass --judge-model for numbers to compare"
         )
-        self.correct = self.tokens = self.finished = 0
-
-    def __call__(self, record: dict[str, Any]) -> None:
-        self.finished += 1
-        self.correct += bool(record["correct"])
-        self.tokens += record["prompt_tokens"] + record["completion_tokens"]
-        self._bar.set_postfix(
-            acc=f"{self.correct / self.finished:.2f}", tok_q=f"{self.tokens / self.finished:.0f}"
-        )
-        self._bar.update(1)
-
-    def close(self) -> None:
-        self._bar.close()
+    return notes
 
 
 def run_evaluation(
@@ -206,23 +245,33 @@ def run_evaluation(
     store=None,
     retriever=None,
     progress: bool = True,
-) -> dict[str, dict[str, Any]]:
+    say: Callable[[str], None] | None = None,
+) -> RunSummary:
     """Run every condition on every selected question, resuming an existing run folder.
 
     The LMs, examples, store and retriever can be injected (tests, notebooks); anything not
-    given is built from ``config``. Every condition and ``--program`` file is checked before
-    any model loads. Returns the per-condition summary.
+    given is built from ``config``. Every condition, ``--program`` file and the run folder are
+    checked before any model loads; a cost estimate goes to ``say`` before any LM call.
+
+    Returns:
+        The per-condition summary (also in ``summary.json``), with how the run went.
 
     Raises:
         ValueError: a bad setting or selection, or a run folder made with other settings;
-            RunAborted / LMSetupError: an LM that cannot run; DatasetError / CorpusError.
+            RunAborted / LMSetupError: an LM that cannot run; DatasetError / CorpusError;
+            KeyboardInterrupt: after the questions in flight were saved and the reports
+            written for what finished.
     """
+    say = say or (lambda line: logger.info("%s", line))
     specs = _condition_specs(config)
+    settings = replace(config)  # filled in below; the caller's object stays as it was
+    out = Path(settings.out or Path("runs") / datetime.now().strftime("%Y%m%d-%H%M%S"))
+    settings.out = str(out)
+    _check_out(out)
     if examples is None:
         examples = load_frames(config.dataset, revision=config.revision)
     selected = _select(examples, config)
     kinds = {spec.kind for spec in specs.values()}
-    settings = replace(config)  # filled in below; the caller's object stays as it was
     if store is None and (kinds != {"naive"} or settings.corpus):
         store = load_store(settings)
     # Checked before any model is made: a wrong corpus should not cost a model load.
@@ -246,9 +295,13 @@ def run_evaluation(
         label: _build(label, spec, settings, session, budget_given=budget_given)
         for label, spec in specs.items()
     }
+    pricers = (Pricer(session.model), Pricer(_judge_spec(settings, session)))
+    if settings.max_cost is not None and pricers[0](1000, 0) is None:
+        raise ValueError(
+            f"--max-cost needs prices, but LiteLLM's price map does not know {settings.model!r}; "
+            "use --max-lm-calls to bound the run instead"
+        )
 
-    out = Path(settings.out or Path("runs") / datetime.now().strftime("%Y%m%d-%H%M%S"))
-    settings.out = str(out)
     run = RunFolder(out)
     run_config = {
         "settings": asdict(settings),
@@ -260,20 +313,69 @@ def run_evaluation(
     _check_resume(run, run_config)
     run.write_json("config.json", run_config)
     logger.info("run folder: %s", out)
+    notes = _notes(session, settings)
+    for note in notes[1:]:
+        logger.warning("%s", note)
 
     done = run.done()
-    for label, program in programs.items():
-        todo = [ex for ex in selected if (label, ex.id) not in done]
-        bar = _Bar(label, len(selected), len(selected) - len(todo), enabled=progress)
-        runner = Runner(
-            session.lm,
-            session.autorater,
-            session.store,
-            threads=settings.threads,
-            on_record=[run.append, bar],
+    todo = {label: [ex for ex in selected if (label, ex.id) not in done] for label in programs}
+    built = {label: program.spec for label, program in programs.items()}
+    for line in estimate_lines(built, {k: len(v) for k, v in todo.items()}, *pricers):
+        say(line)
+    spend = SpendMeter(*pricers)
+    budget = CallBudget(settings.max_lm_calls)
+    weights = {label: question_cost(spec).tokens + 400 for label, spec in built.items()}
+    bar = RunProgress({k: len(v) for k, v in todo.items()}, weights, spend=spend, enabled=progress)
+
+    def stop() -> str | None:
+        if budget.exhausted:
+            return f"--max-lm-calls {settings.max_lm_calls} reached"
+        if settings.max_cost is not None and (spend.dollars or 0.0) >= settings.max_cost:
+            return f"--max-cost ${settings.max_cost:g} reached (spent ${spend.dollars:.2f})"
+        return None
+
+    stopped = None
+    try:
+        with contextlib.ExitStack() as stack:
+            for each in {id(x): x for x in (session.lm, session.judge_lm)}.values():
+                stack.enter_context(attached_callbacks(each, budget))
+            for label, program in programs.items():
+                bar.start(label)
+                runner = Runner(
+                    session.lm,
+                    session.autorater,
+                    session.store,
+                    threads=settings.threads,
+                    on_record=[spend, run.append, bar],
+                    stop=stop,
+                )
+                runner.run(label, program, todo[label])
+                if runner.stopped:
+                    stopped = runner.stopped
+                    break
+    except KeyboardInterrupt:
+        notes.append("INTERRUPTED (Ctrl-C): the table holds the questions that finished")
+        report.write_reports(out, model=settings.model, notes=notes)
+        raise
+    finally:
+        bar.close()
+    if stopped:
+        left = sum(len(v) for v in todo.values()) - bar.finished
+        notes.append(
+            f"STOPPED EARLY ({stopped}): {left} question(s) not run; rerun with the same --out "
+            "(and a larger budget) to finish"
         )
+    rows = report.write_reports(out, model=settings.model, notes=notes)
+    return RunSummary(rows, out=out, stopped=stopped, notes=notes)
+
+
+def _judge_spec(settings: EvalConfig, session: Session) -> ModelSpec | None:
+    if session.self_judging:
+        return session.model
+    spec = getattr(session.judge_lm, "model_spec", None)
+    if spec is None and settings.judge_model:
         try:
-            runner.run(label, program, todo)
-        finally:
-            bar.close()
-    return report.write_reports(out, model=settings.model)
+            spec = parse_spec(settings.judge_model)
+        except ValueError:
+            spec = None
+    return spec

@@ -7,15 +7,15 @@ JSON object per question x condition (see ``frames_dspy.evaluate``).
 
 from __future__ import annotations
 
-import json
 import logging
 import math
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import Any
 
 import pandas as pd
 
+from frames_dspy.files import atomic_write_json
 from frames_dspy.metrics import JUDGE_METHODS
 from frames_dspy.programs import CONDITIONS, PAPER_ACCURACY
 from frames_dspy.run_folder import read_predictions
@@ -77,22 +77,47 @@ def _mean(values: Iterable[float | None]) -> float | None:
     return sum(kept) / len(kept) if kept else None
 
 
-def _recall_by_round(recalls: Iterable[list[float] | None]) -> list[float]:
-    rows = [r for r in recalls if isinstance(r, list) and r]
-    if not rows:
-        return []
+def _recall_by_round(recalls: Iterable[list[float] | None]) -> tuple[list[float], int]:
+    """Mean gold-article recall per round, and how many questions it is averaged over.
+
+    Every question with a gold article in the corpus counts (``recall`` a list): one that
+    failed before retrieving anything, or retrieved nothing, counts as 0 in every round, so a
+    run where most questions failed cannot show the recall of the few that worked. A question
+    that stopped early keeps its last recall for the remaining rounds. Conditions that never
+    retrieve (no question has any round) have no recall: ``([], 0)``.
+    """
+    rows = [r for r in recalls if isinstance(r, list)]
+    if not any(rows):
+        return [], 0
     depth = max(len(r) for r in rows)
-    # A run that stopped early keeps its last recall for the remaining rounds.
-    padded = [r + [r[-1]] * (depth - len(r)) for r in rows]
-    return [sum(r[i] for r in padded) / len(padded) for i in range(depth)]
+    padded = [(r + [r[-1]] * (depth - len(r))) if r else [0.0] * depth for r in rows]
+    return [sum(r[i] for r in padded) / len(padded) for i in range(depth)], len(padded)
+
+
+def _total(group: pd.DataFrame, column: str) -> int:
+    """Sum of a count column; records written before the column existed count 0."""
+    return int(group[column].fillna(0).sum()) if column in group else 0
+
+
+def _error_kinds(group: pd.DataFrame) -> dict[str, int]:
+    if "error" not in group:
+        return {}
+    failed = group[group["error"].notna()]
+    if "error_kind" in failed:
+        kinds = failed["error_kind"].fillna(failed["error"].str.split("(").str[0])
+    else:  # records written before error_kind existed: the type name leads the repr
+        kinds = failed["error"].str.split("(").str[0]
+    return {str(k): int(v) for k, v in kinds.value_counts().items()}
 
 
 def summarize_run(frame: pd.DataFrame) -> dict[str, dict[str, Any]]:
-    """Per condition: accuracy with a 95% interval, n, judge and program errors, recall per
-    round, tokens and LM calls per question.
+    """Per condition: accuracy with a 95% interval over every question tried, failures by
+    kind, judge errors, cached calls and retries, recall per round (over every question with
+    a gold article), tokens, LM calls and seconds per question.
 
-    Accuracy counts a judge error or a program error as not correct (so n is every question
-    tried); ``accuracy_judged`` leaves judge errors out, for comparison.
+    A program error or a judge error counts as not correct, so ``n`` is every question tried
+    and nothing is averaged over the successes only; ``accuracy_judged`` leaves judge errors
+    out, for comparison.
     """
     summary: dict[str, dict[str, Any]] = {}
     if frame.empty:
@@ -105,19 +130,32 @@ def summarize_run(frame: pd.DataFrame) -> dict[str, dict[str, Any]]:
         low, high = wilson_interval(correct, n)
         judged = n - judge_errors
         tokens = group["prompt_tokens"].fillna(0) + group["completion_tokens"].fillna(0)
+        recall, recall_n = _recall_by_round(group.get("recall", pd.Series(dtype=object)))
+        lm_calls = _total(group, "lm_calls") + _total(group, "judge_calls")
+        cached = _total(group, "cached_calls") + _total(group, "judge_cached_calls")
         summary[str(condition)] = {
             "n": n,
             "correct": correct,
             "accuracy": correct / n if n else None,
             "ci95": [low, high],
             "accuracy_judged": correct / judged if judged else None,
-            "judge_errors": judge_errors,
             "program_errors": program_errors,
+            "program_error_rate": program_errors / n if n else 0.0,
+            "program_errors_by_kind": _error_kinds(group),
+            "judge_errors": judge_errors,
             "judge_calls": int(group["judge_method"].isin(JUDGE_METHODS).sum()),
-            "recall_by_round": _recall_by_round(group.get("recall", pd.Series(dtype=object))),
+            "lm_calls": lm_calls,
+            "cached_calls": cached,
+            "retries": _total(group, "retries"),
+            "recall_by_round": recall,
+            "recall_n": recall_n,
             "tokens_per_question": float(tokens.mean()),
             "prompt_tokens_per_question": float(group["prompt_tokens"].fillna(0).mean()),
+            "metered_tokens_per_question": _total(group, "metered_tokens") / n,
             "lm_calls_per_question": float(group["lm_calls"].fillna(0).mean()),
+            "cost_usd": float(group["cost_usd"].sum())
+            if "cost_usd" in group and group["cost_usd"].notna().any()
+            else None,
             "query_repetition_rate": _mean(group.get("query_repetition_rate", [])),
             "seconds_per_question": float(group["seconds"].mean()),
         }
@@ -132,12 +170,23 @@ def _fmt(value: float | None, digits: int = 3) -> str:
     )
 
 
-def table3_markdown(summary: dict[str, dict[str, Any]], *, model: str = "") -> str:
-    """The paper's Table 3 shape: accuracy per setup, ours beside Gemini-Pro-1.5's."""
-    lines = [
-        f"| condition | n | accuracy ({model or 'this run'}) | 95% CI | judge errors | "
-        "final recall | tokens/q | LM calls/q | paper (Gemini-Pro-1.5) |",
-        "|---|---:|---:|---|---:|---:|---:|---:|---:|",
+def table3_markdown(
+    summary: dict[str, dict[str, Any]], *, model: str = "", notes: Sequence[str] = ()
+) -> str:
+    """The paper's Table 3 shape: accuracy per setup, ours beside Gemini-Pro-1.5's.
+
+    Every row also shows what could flatter it: questions whose program failed (counted
+    wrong), judge errors (counted wrong), LM calls answered from the cache, retried faults,
+    and how many questions the recall is averaged over. ``notes`` are printed above it.
+    """
+    lines = [f"> {note}" for note in notes]
+    if lines:
+        lines.append("")
+    lines += [
+        f"| condition | n | accuracy ({model or 'this run'}) | 95% CI | failed | judge errors | "
+        "cached calls | retries | final recall (n) | tokens/q | LM calls/q | "
+        "paper (Gemini-Pro-1.5) |",
+        "|---|---:|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|",
     ]
     names = [c for c in CONDITION_ORDER if c in summary] + sorted(
         set(summary) - set(CONDITION_ORDER)
@@ -145,10 +194,15 @@ def table3_markdown(summary: dict[str, dict[str, Any]], *, model: str = "") -> s
     for name in names:
         row = summary[name]
         recall = row["recall_by_round"][-1] if row["recall_by_round"] else None
+        recall_text = f"{_fmt(recall)} ({row.get('recall_n', 0)})" if recall is not None else "—"
         low, high = row["ci95"]
+        calls = row.get("lm_calls", 0)
+        cached = row.get("cached_calls", 0)
+        cached_text = f"{cached}/{calls}" if calls else str(cached)
         lines.append(
             f"| {name} | {row['n']} | {_fmt(row['accuracy'])} | "
-            f"[{_fmt(low, 2)}, {_fmt(high, 2)}] | {row['judge_errors']} | {_fmt(recall)} | "
+            f"[{_fmt(low, 2)}, {_fmt(high, 2)}] | {row.get('program_errors', 0)} | "
+            f"{row['judge_errors']} | {cached_text} | {row.get('retries', 0)} | {recall_text} | "
             f"{row['tokens_per_question']:.0f} | {row['lm_calls_per_question']:.1f} | "
             f"{_fmt(PAPER_ACCURACY.get(name))} |"
         )
@@ -184,11 +238,14 @@ def failure_breakdown(frame: pd.DataFrame) -> pd.DataFrame:
     a reasoning miss (every gold article the corpus has was in context, still wrong).
 
     Naive has no context, so all its failures count as retrieval misses; rows whose gold
-    articles are all absent from the corpus are ``no gold in corpus``.
+    articles are all absent from the corpus are ``no gold in corpus``; a question whose program
+    failed is a ``program error`` and a verdict the judge could not give a ``judge error``.
     """
     wrong = frame[frame["correct"] != True].copy()  # noqa: E712
 
     def kind(row) -> str:
+        if isinstance(row.get("error"), str):
+            return "program error"
         if row.get("judge_method") == "judge_error":
             return "judge error"
         recall = row.get("recall")
@@ -257,7 +314,13 @@ def plot_recall_by_round(summary: dict[str, dict[str, Any]], path: str | Path | 
 
 
 #: The kinds :func:`failure_breakdown` gives a wrong answer, in display order.
-FAILURE_KINDS = ["retrieval miss", "reasoning miss", "no gold in corpus", "judge error"]
+FAILURE_KINDS = [
+    "retrieval miss",
+    "reasoning miss",
+    "no gold in corpus",
+    "judge error",
+    "program error",
+]
 
 
 def failure_table(frame: pd.DataFrame) -> pd.DataFrame:
@@ -316,6 +379,7 @@ _OUTCOME_COLOURS = {
     "reasoning miss": "tab:red",
     "no gold in corpus": "0.6",
     "judge error": "tab:purple",
+    "program error": "black",
 }
 
 
@@ -361,15 +425,21 @@ def plot_failures_by_type(frame: pd.DataFrame, path: str | Path | None = None):
     return fig
 
 
-def write_reports(run_dir: str | Path, *, model: str = "") -> dict[str, dict[str, Any]]:
-    """Write ``summary.json``, ``table.md``, per-type and per-article-count tables and plots."""
+def write_reports(
+    run_dir: str | Path, *, model: str = "", notes: Sequence[str] = ()
+) -> dict[str, dict[str, Any]]:
+    """Write ``summary.json``, ``table.md``, per-type and per-article-count tables and plots.
+
+    ``notes`` (how the run was made: judge, cache, an early stop) head ``table.md``.
+    """
     run_dir = Path(run_dir)
     frame = predictions_frame(run_dir)
     summary = summarize_run(frame)
-    (run_dir / "summary.json").write_text(json.dumps(summary, indent=2), encoding="utf-8")
+    atomic_write_json(run_dir / "summary.json", summary)
     if frame.empty:
         return summary
-    (run_dir / "table.md").write_text(table3_markdown(summary, model=model), encoding="utf-8")
+    table = table3_markdown(summary, model=model, notes=notes)
+    (run_dir / "table.md").write_text(table, encoding="utf-8")
     (run_dir / "by_reasoning_type.md").write_text(
         accuracy_by_reasoning_type(frame).round(3).to_markdown() + "\n", encoding="utf-8"
     )

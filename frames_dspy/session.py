@@ -19,6 +19,7 @@ import dspy
 from frames_dspy.corpus import ArticleStore, default_aliases, load_corpus
 from frames_dspy.data import dataset_fingerprint
 from frames_dspy.lm import ModelSpec, context_window, make_lm, parse_spec
+from frames_dspy.lm.cache import use_cache
 from frames_dspy.metrics import Autorater, default_min_overlap
 from frames_dspy.paths import data_file, default_dataset
 from frames_dspy.run_folder import environment_record
@@ -65,6 +66,11 @@ class ModelDataSettings:
         judge_min_overlap: See :class:`frames_dspy.metrics.Autorater`; None picks the default
             for the judge's kind.
         temperature, max_tokens: Program LM sampling and output limit.
+        lm_timeout: Seconds one LM call may take (None: the provider's default; no limit
+            for the embedded model); a call over it is retried (API models), then recorded
+            as the question's error.
+        cache: DSPy's response cache for program and judge calls: ``on``, ``off`` or
+            ``refresh`` (see :mod:`frames_dspy.lm.cache`).
         context_tokens: Article budget of the answer prompt; None derives it from the model.
         dataset, revision: FRAMES questions (a hub id with a pinned revision, or a local file).
         corpus, aliases, distractors: The article store (see :func:`load_store`).
@@ -80,6 +86,8 @@ class ModelDataSettings:
     # Answers and query lists are short; a small model that loops stops here instead of
     # spending minutes (and a parse-failure retry) on 512 tokens of repetition.
     max_tokens: int = 256
+    lm_timeout: float | None = None
+    cache: str = "on"
     context_tokens: int | None = None
     dataset: str = field(default_factory=default_dataset)
     revision: str | None = None
@@ -138,6 +146,16 @@ def _spec_of(text: str, lm: Any) -> ModelSpec:
         return ModelSpec(text=text, kind="litellm", value=text)
 
 
+def _program_lm(settings: ModelDataSettings) -> dspy.BaseLM:
+    return make_lm(
+        settings.model,
+        temperature=settings.temperature,
+        max_tokens=settings.max_tokens,
+        api_base=settings.api_base,
+        timeout=settings.lm_timeout,
+    )
+
+
 def make_judge(
     settings: ModelDataSettings,
     *,
@@ -153,12 +171,7 @@ def make_judge(
     if judge_lm is None:
         if settings.judge_is_program_model():
             if lm is None:
-                lm = make_lm(
-                    settings.model,
-                    temperature=settings.temperature,
-                    max_tokens=settings.max_tokens,
-                    api_base=settings.api_base,
-                )
+                lm = _program_lm(settings)
             judge_lm = lm.copy(temperature=0.0, max_tokens=JUDGE_MAX_TOKENS)
         else:
             judge_lm = make_lm(
@@ -166,6 +179,7 @@ def make_judge(
                 temperature=0.0,
                 max_tokens=JUDGE_MAX_TOKENS,
                 api_base=settings.judge_api_base,
+                timeout=settings.lm_timeout,
             )
     elif judge_lm is lm:
         judge_lm = lm.copy(temperature=0.0, max_tokens=JUDGE_MAX_TOKENS)
@@ -187,6 +201,8 @@ class Session:
         lm, judge_lm, autorater: The program LM, the judge LM and the metric.
         store, retriever: The article store and BM25 index (None when not needed).
         context_tokens: The article budget of the answer prompt.
+        self_judging: The judge is the model under test (its verdicts tend to favour its
+            own answers); an injected judge LM counts as another model.
     """
 
     settings: ModelDataSettings
@@ -197,11 +213,7 @@ class Session:
     store: ArticleStore | None
     retriever: Any
     context_tokens: int
-
-    @property
-    def self_judging(self) -> bool:
-        """The judge is the model under test (its verdicts tend to favour its own answers)."""
-        return self.settings.judge_is_program_model()
+    self_judging: bool = False
 
     def provenance(self, examples: Sequence[dspy.Example]) -> dict[str, Any]:
         """Hashes of the data and corpus, the models, package versions: for run configs."""
@@ -245,14 +257,11 @@ def open_session(
         from frames_dspy.retrieval import build_retriever
 
         retriever = build_retriever(store, backend=settings.retriever)
+    use_cache(settings.cache)
     if lm is None:
-        lm = make_lm(
-            settings.model,
-            temperature=settings.temperature,
-            max_tokens=settings.max_tokens,
-            api_base=settings.api_base,
-        )
+        lm = _program_lm(settings)
     model = _spec_of(settings.model, lm)
+    self_judging = judge_lm is lm or (judge_lm is None and settings.judge_is_program_model())
     judge_lm, autorater = make_judge(settings, lm=lm, judge_lm=judge_lm)
     if settings.context_tokens is None:
         settings.context_tokens = model.default_context_tokens(context_window(lm))
@@ -265,4 +274,5 @@ def open_session(
         store=store,
         retriever=retriever,
         context_tokens=settings.context_tokens,
+        self_judging=self_judging,
     )

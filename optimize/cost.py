@@ -12,56 +12,26 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from statistics import mean
 
+from frames_dspy.cost import ASSUMPTIONS, JUDGE_OUTPUT, JUDGE_PROMPT, multihop_cost
 from optimize.optimizers import OptimizerSettings, rough_calls
 from optimize.study import SearchSpace
 
 __all__ = ["ASSUMPTIONS", "PhaseCost", "CostEstimate", "question_cost", "estimate_cost"]
 
-#: Prompt tokens of each call's fixed part (instructions, field headers, the question).
-QUERY_PROMPT = {"vanilla": 450, "planning": 800}
-QUERY_OUTPUT = {"vanilla": 40, "planning": 150}
-ANSWER_PROMPT = 300
-ANSWER_OUTPUT = 20
-JUDGE_PROMPT = 350
-JUDGE_OUTPUT = 60
-#: Tokens per article in the query writer's compact view (title and lead), capped at
-#: MultiHop's ``found_tokens`` (1000).
-FOUND_PER_ARTICLE = 40
-FOUND_CAP = 1000
-
-ASSUMPTIONS = (
-    "query call = {q_v}/{q_p} prompt tokens (vanilla/planning) + 40 per article found so far "
-    "(capped at 1000) and {o_v}/{o_p} output; answer call = {a} + the article budget "
-    "(--context-tokens; whole articles always fill it) and {ao} output; judge call = {j} + {jo}; "
-    "every question is assumed to need the judge; the search-space mean assumes the sampler "
-    "spreads evenly over the space"
-).format(
-    q_v=QUERY_PROMPT["vanilla"],
-    q_p=QUERY_PROMPT["planning"],
-    o_v=QUERY_OUTPUT["vanilla"],
-    o_p=QUERY_OUTPUT["planning"],
-    a=ANSWER_PROMPT,
-    ao=ANSWER_OUTPUT,
-    j=JUDGE_PROMPT,
-    jo=JUDGE_OUTPUT,
-)
-
 
 def question_cost(
     params: dict, *, context_tokens: int, include_question: bool = True
 ) -> tuple[float, float]:
-    """(program LM calls, program tokens) for one question under one configuration."""
-    rounds, k, n, prompt = params["rounds"], params["k"], params["n_docs"], params["prompt"]
-    writes = k - 1 if include_question else k
-    calls = tokens = 0.0
-    if writes > 0:
-        for r in range(rounds):
-            found = min(FOUND_CAP, FOUND_PER_ARTICLE * r * k * n)
-            calls += 1
-            tokens += QUERY_PROMPT[prompt] + found + QUERY_OUTPUT[prompt]
-    calls += 1
-    tokens += ANSWER_PROMPT + context_tokens + ANSWER_OUTPUT
-    return calls, tokens
+    """(program LM calls, program tokens) for one question under one trial's parameters."""
+    cost = multihop_cost(
+        params["rounds"],
+        params["k"],
+        params["n_docs"],
+        params["prompt"],
+        context_tokens=context_tokens,
+        include_question=include_question,
+    )
+    return cost.calls, cost.tokens
 
 
 @dataclass
@@ -105,7 +75,10 @@ class CostEstimate:
             f"  {'total':<12} {'':>6}            ~{self.calls:>9,.0f} LM calls  "
             f"~{self.tokens:>13,.0f} tokens"
         )
-        out.append(f"  assumptions: {ASSUMPTIONS}")
+        out.append(
+            f"  assumptions: {ASSUMPTIONS}; the search-space mean assumes the sampler spreads "
+            "evenly over the space"
+        )
         return out
 
 

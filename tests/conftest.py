@@ -31,9 +31,14 @@ if "FRAMES_DATA_DIR" not in os.environ and _SHARED.is_dir():
 
 @pytest.fixture(autouse=True)
 def _clean_dspy_settings():
-    """Each test starts with no LM configured and leaves none behind."""
+    """Each test starts with no LM configured and leaves none behind, and DSPy's cache in
+    its default mode (a run's --cache setting is process-wide)."""
     with dspy.context(lm=None, adapter=None):
         yield
+    from frames_dspy.lm.cache import RunCache
+
+    if isinstance(dspy.cache, RunCache):
+        dspy.cache.mode = "on"
 
 
 @pytest.fixture(scope="session")

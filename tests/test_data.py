@@ -159,6 +159,24 @@ def _error(source) -> str:
     return str(info.value)
 
 
+@pytest.mark.parametrize(
+    ("name", "row", "found"),
+    [
+        # A hub-style TSV row two tab-separated cells short (pandas would pad it).
+        ("short.tsv", "1\tQ?\tA\n", 3),
+        ("long.csv", "1,Q?,A,https://en.wikipedia.org/wiki/A,Temporal reasoning,extra\n", 6),
+    ],
+)
+def test_rows_with_the_wrong_number_of_fields_are_rejected(tmp_path, name, row, found):
+    sep = "\t" if name.endswith(".tsv") else ","
+    header = sep.join(["id", "Prompt", "Answer", "wikipedia_link_1", "reasoning_types"]) + "\n"
+    good = sep.join(["0", "Q?", "A", "https://en.wikipedia.org/wiki/A", "Numerical reasoning"])
+    path = _write(tmp_path, name, header + good + "\n" + row)
+    message = _error(path)
+    assert str(path) in message and "line 3" in message
+    assert "expected 5 fields" in message and f"found {found}" in message
+
+
 def test_missing_file(tmp_path):
     path = tmp_path / "nope.tsv"
     message = _error(path)

@@ -459,6 +459,40 @@ def test_main_bad_selection_arguments(data, capsys, no_real_lm, argv):
     assert ("--ids" in err) or ("--limit 0" in err)
 
 
+@pytest.mark.parametrize(
+    ("argv", "message"),
+    [
+        (["--context-tokens", "0"], "--context-tokens 0 must be at least 1"),
+        (["--threads", "-2"], "--threads -2 must be at least 1"),
+        (["--max-failure-rate", "1.5"], "--max-failure-rate 1.5 must be between 0 and 1"),
+        (["--lm-timeout", "0"], "--lm-timeout 0 must be more than 0"),
+        (["--max-cost", "-1"], "--max-cost -1 must be more than 0"),
+        (["--cache", "maybe"], "invalid choice: 'maybe'"),
+    ],
+)
+def test_main_bad_numbers_are_one_line_errors(data, capsys, no_real_lm, argv, message):
+    code, _, err = call_main(["--dataset", str(data["dataset"]), *argv], capsys)
+    assert code == 2
+    assert message in err and len(err.strip().splitlines()) == 1
+    assert no_real_lm == []
+
+
+@pytest.mark.parametrize("where", ["file", "proc"])
+def test_main_out_folder_that_cannot_be_written(data, capsys, no_real_lm, tmp_path, where):
+    if where == "file":
+        blocker = tmp_path / "a-file"
+        blocker.write_text("x")
+        out = blocker / "run"
+    else:  # not writable even for root
+        out = Path("/proc/frames-dspy-run")
+    code, _, err = call_main(
+        ["--conditions", "naive", "--dataset", str(data["dataset"]), "--out", str(out)], capsys
+    )
+    assert code == 2
+    assert f"cannot write the run folder {out}" in err and "--out" in err
+    assert len(err.strip().splitlines()) == 1 and no_real_lm == []
+
+
 def test_main_oracle_without_gold_articles(data, capsys, no_real_lm, tmp_path):
     corpus = tmp_path / "other_corpus.jsonl"
     corpus.write_text(
@@ -543,3 +577,126 @@ def test_main_runs_and_prints_the_table(data, capsys, no_real_lm, tmp_path):
     assert f"run folder: {out}" in stdout
     assert no_real_lm == ["local"]  # one LM, also used as the judge
     assert set(keys_of(out)) == {(c, i) for c in ("naive", "oracle") for i in range(3)}
+
+
+# --- nothing hidden: partial recall, judge faults, budgets, estimates, notes -------------------
+
+
+class AnswerFailsLM(DummyLM):
+    """Writes queries, but every answer call fails (a server error that outlived its retries)."""
+
+    def __call__(self, *args, **kwargs):
+        messages = kwargs.get("messages") or (args[1] if len(args) > 1 else [])
+        if "[[ ## answer ## ]]" in str(messages[0]["content"] if messages else ""):
+            from frames_dspy.lm import LMCallError
+
+            raise LMCallError("the server failed the answer call (tried 4 times)", attempts=4)
+        return super().__call__(*args, **kwargs)
+
+
+def test_a_failed_question_keeps_the_recall_of_what_it_retrieved(data, tmp_path):
+    out = tmp_path / "run"
+    summary = run_evaluation(
+        config_for(data, out, conditions=["multistep-vanilla"]),
+        lm=AnswerFailsLM({"`[[ ## queries ## ]]`": {"queries": ["Dracula novel 1897"]}}),
+        judge_lm=judge(),
+        progress=False,
+    )
+    records = [json.loads(line) for line in lines_of(out)]
+    assert all(r["error_kind"] == "LMCallError" for r in records)
+    # Each failed after two rounds of retrieval; what it found counts towards recall.
+    assert all(len(r["context_ids"]) == 2 for r in records)
+    assert all(isinstance(r["recall"], list) and len(r["recall"]) == 2 for r in records)
+    row = summary["multistep-vanilla"]
+    assert row["program_errors"] == 3 and row["recall_n"] == 3
+    assert row["program_errors_by_kind"] == {"LMCallError": 3}
+    assert row["recall_by_round"][-1] > 0
+
+
+def test_a_judge_that_fails_gives_judge_errors_not_a_crash(data, tmp_path):
+    class BrokenJudge(DummyLM):
+        def __call__(self, *args, **kwargs):
+            raise RuntimeError("judge server gone")
+
+    out = tmp_path / "run"
+    summary = run_evaluation(
+        config_for(data, out, conditions=["naive"]),
+        lm=DummyLM({"`[[ ## answer ## ]]`": {"answer": "someone else"}}),
+        judge_lm=BrokenJudge([]),
+        progress=False,
+    )
+    records = [json.loads(line) for line in lines_of(out)]
+    assert {r["judge_method"] for r in records} == {"judge_error"}
+    assert all(
+        r["correct"] is None and "judge server gone" in r["judge_explanation"] for r in records
+    )
+    assert summary["naive"]["judge_errors"] == 3 and summary["naive"]["accuracy"] == 0.0
+
+
+def test_the_estimate_comes_before_any_lm_call(data, tmp_path):
+    lm = program_lm()
+    said = []
+
+    def say(line):
+        said.append((line, len(lm.history)))
+
+    run_evaluation(
+        config_for(data, tmp_path / "run", conditions=["naive", "multistep-planning"]),
+        lm=lm,
+        judge_lm=judge(),
+        progress=False,
+        say=say,
+    )
+    assert said[0][0].startswith("Cost estimate before any LM call")
+    assert all(calls == 0 for _, calls in said)
+    text = "\n".join(line for line, _ in said)
+    assert "naive" in text and "multistep-planning" in text and "total" in text
+
+
+def test_max_lm_calls_stops_cleanly_and_a_rerun_finishes(data, tmp_path):
+    out = tmp_path / "run"
+    first = run_evaluation(
+        config_for(data, out, conditions=["naive", "oracle"], max_lm_calls=3),
+        lm=program_lm(),
+        judge_lm=judge(),
+        progress=False,
+    )
+    assert first.stopped.startswith("--max-lm-calls 3 reached")
+    kept = keys_of(out)
+    assert 0 < sum(kept.values()) < 6 and all(n == 1 for n in kept.values())
+    table = (out / "table.md").read_text()
+    assert "STOPPED EARLY (--max-lm-calls 3 reached)" in table
+    again = run_evaluation(
+        config_for(data, out, conditions=["naive", "oracle"]),
+        lm=program_lm(),
+        judge_lm=judge(),
+        progress=False,
+    )
+    assert again.stopped is None
+    assert keys_of(out) == Counter({(c, i): 1 for c in ("naive", "oracle") for i in range(3)})
+
+
+def test_max_cost_needs_a_priced_model(data, tmp_path):
+    with pytest.raises(ValueError, match="--max-cost needs prices"):
+        run_evaluation(
+            config_for(data, tmp_path / "run", conditions=["naive"], max_cost=1.0),
+            lm=program_lm(),
+            judge_lm=judge(),
+            progress=False,
+        )
+
+
+def test_table_header_says_how_the_run_was_made(data, tmp_path):
+    out = tmp_path / "run"
+    lm = program_lm()
+    run_evaluation(
+        config_for(data, out, conditions=["naive"], cache="refresh"), lm=lm, progress=False
+    )
+    table = (out / "table.md").read_text()
+    assert "LM cache: refresh" in table
+    assert "SELF-JUDGING" in table  # no judge given: the program's model judges itself
+    config = json.loads((out / "config.json").read_text())
+    assert config["settings"]["cache"] == "refresh"
+    other = tmp_path / "other"
+    run_evaluation(config_for(data, other, conditions=["naive"]), lm=lm, judge_lm=judge())
+    assert "SELF-JUDGING" not in (other / "table.md").read_text()

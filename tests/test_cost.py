@@ -1,0 +1,81 @@
+"""frames_dspy.cost: per-question estimates by program shape, prices, and money spent."""
+
+from __future__ import annotations
+
+import pytest
+
+from frames_dspy.cost import (
+    ANSWER_OUTPUT,
+    ANSWER_PROMPT,
+    JUDGE_PROMPT,
+    Pricer,
+    SpendMeter,
+    estimate_lines,
+    question_cost,
+)
+from frames_dspy.lm import parse_spec
+from frames_dspy.programs import ProgramSpec
+
+
+def test_single_call_programs_cost_one_answer_call_with_their_budget():
+    assert question_cost(ProgramSpec("naive")).calls == 1
+    assert question_cost(ProgramSpec("naive")).prompt_tokens == ANSWER_PROMPT
+    bm25 = question_cost(ProgramSpec("bm25", n_docs=4, context_tokens=2000))
+    assert (bm25.calls, bm25.prompt_tokens, bm25.completion_tokens) == (
+        1,
+        ANSWER_PROMPT + 2000,
+        ANSWER_OUTPUT,
+    )
+
+
+def test_multihop_costs_grow_with_rounds_and_not_with_a_question_only_round():
+    base = dict(k=3, n_docs=2, context_tokens=1000, planning=False)
+    one = question_cost(ProgramSpec("multihop", rounds=1, **base))
+    three = question_cost(ProgramSpec("multihop", rounds=3, **base))
+    assert (one.calls, three.calls) == (2, 4)
+    assert three.prompt_tokens > one.prompt_tokens
+    echo = question_cost(ProgramSpec("multihop", rounds=5, k=1, n_docs=2, context_tokens=1000))
+    assert echo.calls == 1  # k=1 with the question as its query: no query-writing call
+    # The paper's 5 x 5 x 10 with a 100k-token budget: ~100k prompt tokens per question.
+    paper = question_cost(ProgramSpec("multihop", context_tokens=100_000))
+    assert paper.prompt_tokens > 100_000
+
+
+def test_embedded_and_unknown_models_have_no_price():
+    assert Pricer(parse_spec("local"))(1000, 100) is None
+    assert Pricer(None)(1000, 100) is None
+
+
+def test_a_known_api_model_is_priced_from_litellms_bundled_map():
+    price = Pricer(parse_spec("openai/gpt-4o-mini"))
+    dollars = price(1_000_000, 0)
+    assert dollars is not None and 0.01 < dollars < 10
+    assert Pricer(parse_spec("openai/no-such-model-xyz"))(1000, 10) is None
+
+
+def test_spend_meter_adds_reported_tokens_and_dollars():
+    spend = SpendMeter(lambda p, c: (p + c) / 1000, lambda p, c: None)
+    record = {"prompt_tokens": 900, "completion_tokens": 100, "judge_prompt_tokens": 50}
+    spend(record)
+    spend({"prompt_tokens": 0, "completion_tokens": 0})  # a cached answer costs nothing
+    assert record["cost_usd"] == pytest.approx(1.0)
+    assert spend.dollars == pytest.approx(1.0) and spend.tokens == 1050
+    unpriced = SpendMeter(lambda p, c: None, lambda p, c: None)
+    unpriced({"prompt_tokens": 5, "completion_tokens": 5})
+    assert unpriced.dollars is None and unpriced.tokens == 10
+
+
+def test_estimate_lines_name_every_condition_and_the_total():
+    specs = {
+        "naive": ProgramSpec("naive"),
+        "multistep-planning": ProgramSpec("multihop", context_tokens=2000),
+    }
+    lines = estimate_lines(
+        specs, {"naive": 10, "multistep-planning": 10}, Pricer(None), Pricer(None)
+    )
+    text = "\n".join(lines)
+    assert lines[0].startswith("Cost estimate before any LM call")
+    assert "naive" in text and "multistep-planning" in text and "total" in text
+    assert "no price known" in text and "assumptions:" in text
+    naive_line = next(line for line in lines if "naive" in line)
+    assert f"{10 * (ANSWER_PROMPT + JUDGE_PROMPT + 80):,}" in naive_line  # naive + judge
