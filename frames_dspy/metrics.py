@@ -20,7 +20,7 @@ import logging
 import re
 import threading
 import unicodedata
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from contextlib import nullcontext
 from dataclasses import dataclass
 from decimal import Decimal, InvalidOperation
@@ -45,6 +45,7 @@ __all__ = [
     "answer_overlap",
     "default_min_overlap",
     "query_repetition_rate",
+    "mean_recall",
 ]
 
 _MONTHS = {
@@ -359,6 +360,23 @@ def gold_recall(
     if not gold:
         return None
     return [len(gold & set(ids)) / len(gold) for ids in context_ids]
+
+
+def mean_recall(recalls: Iterable[Sequence[float] | None]) -> tuple[list[float], int]:
+    """Mean gold-article recall per round, and how many questions it is averaged over.
+
+    Every question with a gold article in the corpus counts (its recall a list): one that
+    failed before retrieving anything, or retrieved nothing, counts as 0 in every round, so a
+    run where most questions failed cannot show the recall of the few that worked. A question
+    that stopped early keeps its last recall for the remaining rounds. Programs that never
+    retrieve (no question has any round) have no recall: ``([], 0)``.
+    """
+    rows = [list(r) for r in recalls if isinstance(r, list | tuple)]
+    if not any(rows):
+        return [], 0
+    depth = max(len(r) for r in rows)
+    padded = [(r + [r[-1]] * (depth - len(r))) if r else [0.0] * depth for r in rows]
+    return [sum(r[i] for r in padded) / len(padded) for i in range(depth)], len(padded)
 
 
 def query_repetition_rate(query_stats: dict[str, int] | None) -> float | None:

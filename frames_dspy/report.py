@@ -16,7 +16,7 @@ from typing import Any
 import pandas as pd
 
 from frames_dspy.files import atomic_write_json
-from frames_dspy.metrics import JUDGE_METHODS
+from frames_dspy.metrics import JUDGE_METHODS, mean_recall
 from frames_dspy.programs import CONDITIONS, PAPER_ACCURACY
 from frames_dspy.run_folder import read_predictions
 
@@ -77,23 +77,6 @@ def _mean(values: Iterable[float | None]) -> float | None:
     return sum(kept) / len(kept) if kept else None
 
 
-def _recall_by_round(recalls: Iterable[list[float] | None]) -> tuple[list[float], int]:
-    """Mean gold-article recall per round, and how many questions it is averaged over.
-
-    Every question with a gold article in the corpus counts (``recall`` a list): one that
-    failed before retrieving anything, or retrieved nothing, counts as 0 in every round, so a
-    run where most questions failed cannot show the recall of the few that worked. A question
-    that stopped early keeps its last recall for the remaining rounds. Conditions that never
-    retrieve (no question has any round) have no recall: ``([], 0)``.
-    """
-    rows = [r for r in recalls if isinstance(r, list)]
-    if not any(rows):
-        return [], 0
-    depth = max(len(r) for r in rows)
-    padded = [(r + [r[-1]] * (depth - len(r))) if r else [0.0] * depth for r in rows]
-    return [sum(r[i] for r in padded) / len(padded) for i in range(depth)], len(padded)
-
-
 def _total(group: pd.DataFrame, column: str) -> int:
     """Sum of a count column; records written before the column existed count 0."""
     return int(group[column].fillna(0).sum()) if column in group else 0
@@ -130,7 +113,7 @@ def summarize_run(frame: pd.DataFrame) -> dict[str, dict[str, Any]]:
         low, high = wilson_interval(correct, n)
         judged = n - judge_errors
         tokens = group["prompt_tokens"].fillna(0) + group["completion_tokens"].fillna(0)
-        recall, recall_n = _recall_by_round(group.get("recall", pd.Series(dtype=object)))
+        recall, recall_n = mean_recall(group.get("recall", pd.Series(dtype=object)))
         lm_calls = _total(group, "lm_calls") + _total(group, "judge_calls")
         cached = _total(group, "cached_calls") + _total(group, "judge_cached_calls")
         summary[str(condition)] = {

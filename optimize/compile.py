@@ -31,7 +31,13 @@ import optuna
 from optuna.trial import FrozenTrial
 
 from frames_dspy.accounting import CallBudget, attached_callbacks
-from frames_dspy.cli import add_data_arguments, add_model_arguments, choice_list, positive_int
+from frames_dspy.cli import (
+    CommandParser,
+    add_data_arguments,
+    add_model_arguments,
+    choice_list,
+    positive_int,
+)
 from frames_dspy.corpus import ArticleStore, CorpusError
 from frames_dspy.data import DatasetError, load_frames, split_frames
 from frames_dspy.files import atomic_write_json
@@ -46,6 +52,7 @@ from optimize.optimizers import OPTIMIZERS
 from optimize.pareto import complete_trials, parse_pick
 from optimize.storage import make_sampler, open_study, redact
 from optimize.study import (
+    OBJECTIVES,
     PROMPTS,
     Objective,
     SearchSpace,
@@ -138,6 +145,7 @@ def run_compile(
         config.study_name,
         settings=settings,
         sampler=make_sampler(config.sampler, sampler_seed, config.trials),
+        metric=config.objective,
     )
     reap_dead_local_trials(study)
     new_trials = max(0, config.trials - count_active(study))
@@ -225,6 +233,7 @@ def run_compile(
         threads=config.threads,
         compile_fn=run.compile if config.optimize_in_trials else None,
         sink=run.sink,
+        objective=config.objective,
     )
 
     def after_trial(study: optuna.Study, trial: FrozenTrial) -> None:
@@ -297,18 +306,19 @@ def _int_range(text: str) -> tuple[int, int]:
 
 def build_parser() -> argparse.ArgumentParser:
     defaults = CompileConfig()
-    parser = argparse.ArgumentParser(
+    parser = CommandParser(
         prog="python -m optimize.compile",
         formatter_class=argparse.RawDescriptionHelpFormatter,
         description=(
-            "Tune the FRAMES multi-step retrieval program (MultiHop) for accuracy AND cost.\n\n"
+            "Tune the FRAMES multi-step retrieval program (MultiHop) for quality AND cost.\n\n"
             "1. An Optuna study tries configurations: rounds 1-5, queries per round k 1-5,\n"
             "   articles per query n_docs 1-10, query prompt vanilla or planning. Each trial is\n"
-            "   scored on the dev split with the autorater: accuracy (maximised) and metered\n"
+            "   scored on the dev split: the --objective (maximised: autorater accuracy,\n"
+            "   gold-article recall, or accuracy with ties broken by recall) and metered\n"
             "   tokens per question (minimised). The study keeps the Pareto front.\n"
             "2. One configuration is picked from the front (--pick) and, with --optimizer, its\n"
-            "   prompts are optimised on the train split by a DSPy optimizer (kept only if\n"
-            "   its dev accuracy does not drop).\n"
+            "   prompts are optimised on the train split by a DSPy optimizer against the same\n"
+            "   objective (kept only if its dev score does not drop).\n"
             "3. The program is saved (program.json) and scored ONCE on the test split.\n\n"
             "A cost estimate is printed before any LM call. The study lives in --storage\n"
             "(default OUT/study.db): rerun the same command to resume after an interruption\n"
@@ -417,8 +427,14 @@ def build_parser() -> argparse.ArgumentParser:
         "--pick",
         type=_pick,
         default=defaults.pick,
-        help="'best' (highest dev accuracy, ties -> fewer tokens) or 'cheapest-within:TOL' "
-        "(fewest tokens within TOL accuracy of the best, e.g. 0.02) (default %(default)s)",
+        help="'best' (highest dev objective, ties -> fewer tokens) or 'cheapest-within:TOL' "
+        "(fewest tokens within TOL of the best objective, e.g. 0.02) (default %(default)s)",
+    )
+    search.add_argument(
+        "--objective",
+        choices=list(OBJECTIVES),
+        default=defaults.objective,
+        help="; ".join(f"{k}: {v}" for k, v in OBJECTIVES.items()) + " (default %(default)s)",
     )
     search.add_argument(
         "--context-tokens",
@@ -470,7 +486,16 @@ def build_parser() -> argparse.ArgumentParser:
         "--optimizer-candidates",
         type=positive_int("--optimizer-candidates"),
         default=defaults.optimizer_candidates,
-        help="bootstrap-rs candidate programs / SIMBA candidates (default %(default)s)",
+        help="bootstrap-rs candidate programs / MIPROv2 instruction candidates (with "
+        "--optimizer-budget) / SIMBA candidates (default %(default)s)",
+    )
+    prompts.add_argument(
+        "--optimizer-budget",
+        type=positive_int("--optimizer-budget"),
+        default=None,
+        help="a small explicit budget instead of the optimizer's 'light' preset: MIPROv2 "
+        "trials, GEPA metric calls (program runs), SIMBA steps (default: the presets; GEPA "
+        "light is ~730+ program runs)",
     )
     run = parser.add_argument_group("storage, workers and limits")
     run.add_argument(
@@ -547,8 +572,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     if result.chosen:
         c = result.chosen
         print(
-            f"chosen: trial {c['trial']} ({c['label']}), dev accuracy "
-            f"{c['dev_accuracy']:.3f}, {c['dev_tokens_per_q']:.0f} tokens/q"
+            f"chosen: trial {c['trial']} ({c['label']}), dev {c['objective']} "
+            f"{c['dev_objective']:.3f} (accuracy {c['dev_accuracy']:.3f}"
+            + (f", recall {c['dev_recall']:.3f}" if c.get("dev_recall") is not None else "")
+            + f"), {c['dev_tokens_per_q']:.0f} tokens/q"
         )
     if result.test:
         t = result.test

@@ -10,7 +10,7 @@ from frames_dspy.lm import parse_spec
 from frames_dspy.session import SESSION_KEYS, ModelDataSettings
 from optimize.optimizers import OPTIMIZERS, OptimizerSettings
 from optimize.pareto import parse_pick
-from optimize.study import PROMPTS
+from optimize.study import OBJECTIVES, PROMPTS
 
 __all__ = ["SAMPLERS", "STUDY_KEYS", "CompileConfig", "CompileResult", "NoCompleteTrials"]
 
@@ -25,7 +25,7 @@ def _is_embedded(spec: str) -> bool:
 SAMPLERS = ("tpe", "nsga2", "random")
 
 #: Settings that change what a trial's numbers mean: a study resumes only when they match.
-STUDY_KEYS = (*SESSION_KEYS, "train", "dev", "seed", "include_question", "cot")
+STUDY_KEYS = (*SESSION_KEYS, "train", "dev", "seed", "include_question", "cot", "objective")
 
 
 class NoCompleteTrials(RuntimeError):
@@ -49,9 +49,13 @@ class CompileConfig(ModelDataSettings):
         timeout: Seconds after which this process starts no new trial.
         sampler: ``tpe`` (multi-objective TPE), ``nsga2`` or ``random``; seeded with ``seed``
             (workers add their pid so they do not propose the same points).
-        pick: ``best`` or ``cheapest-within:TOL``.
+        pick: ``best`` or ``cheapest-within:TOL`` (on the objective's value).
+        objective: What trials maximise and the DSPy optimizer optimises: ``accuracy``,
+            ``recall`` or ``accuracy+recall`` (see :data:`optimize.study.OBJECTIVES`).
         optimizer: One of :data:`optimize.optimizers.OPTIMIZERS`.
         optimize_in_trials: Compile prompts inside every trial instead of once at the end.
+        optimizer_budget: A small explicit budget instead of the optimizer's preset (MIPROv2
+            trials, GEPA metric calls, SIMBA steps).
         max_demos, demo_chars, instructions_only, optimizer_candidates: Optimizer limits;
             ``instructions_only`` None means True for the embedded model.
         storage: Optuna RDB URL; None means ``sqlite:///OUT/study.db``.
@@ -76,12 +80,14 @@ class CompileConfig(ModelDataSettings):
     n_docs: tuple[int, int] = (1, 10)
     prompts: tuple[str, ...] = PROMPTS
     pick: str = "best"
+    objective: str = "accuracy+recall"
     optimizer: str = "none"
     optimize_in_trials: bool = False
     max_demos: int = 2
     demo_chars: int = 1500
     instructions_only: bool | None = None
     optimizer_candidates: int = 4
+    optimizer_budget: int | None = None
     storage: str | None = None
     study_name: str = "frames-multihop"
     workers_only: bool = False
@@ -118,6 +124,10 @@ class CompileConfig(ModelDataSettings):
             (
                 self.sampler in SAMPLERS,
                 f"unknown sampler {self.sampler!r}; choose one of {', '.join(SAMPLERS)}",
+            ),
+            (
+                self.objective in OBJECTIVES,
+                f"unknown objective {self.objective!r}; choose one of {', '.join(OBJECTIVES)}",
             ),
             (
                 self.optimizer in OPTIMIZERS,
@@ -157,6 +167,8 @@ class CompileConfig(ModelDataSettings):
             candidates=self.optimizer_candidates,
             threads=self.threads,
             seed=self.seed,
+            objective=self.objective,
+            budget=self.optimizer_budget,
         )
 
 

@@ -112,11 +112,12 @@ def trial_line(trial: FrozenTrial) -> str:
         return f"trial {trial.number:>3}  skipped: the study already holds its trials"
     label = _label(trial.params) if len(trial.params) == 4 else "?"
     if trial.state == TrialState.COMPLETE:
-        acc, tokens = trial.values
+        acc, recall = a.get("accuracy", trial.values[0]), a.get("recall")
         line = (
-            f"trial {trial.number:>3}  {label:<22} acc {acc:.3f}  tok/q {tokens:>8.0f}  "
-            f"calls/q {a.get('lm_calls_per_q', 0):.1f}  judge err {a.get('judge_errors', 0)}  "
-            f"{a.get('seconds', 0):.0f}s"
+            f"trial {trial.number:>3}  {label:<22} acc {acc:.3f}  "
+            + (f"recall {recall:.3f}  " if isinstance(recall, int | float) else "")
+            + f"tok/q {trial.values[1]:>8.0f}  calls/q {a.get('lm_calls_per_q', 0):.1f}  "
+            f"judge err {a.get('judge_errors', 0)}  {a.get('seconds', 0):.0f}s"
         )
         if "duplicate_of" in a:
             line += f"  (same as trial {a['duplicate_of']}, reused)"
@@ -215,15 +216,18 @@ def final_stage(
         )
     front = pareto_front(study)
     chosen = pick_trial(front, rule)
+    metric = config.objective
     (out / "pareto.md").write_text(
-        pareto_markdown(front, chosen, rule=rule, n_trials=len(trials)), encoding="utf-8"
+        pareto_markdown(front, chosen, rule=rule, n_trials=len(trials), metric=metric),
+        encoding="utf-8",
     )
     plot_pareto(
         trials,
         front,
         chosen,
         out / "pareto.png",
-        title=f"FRAMES MultiHop on {config.model}: dev accuracy vs tokens",
+        title=f"FRAMES MultiHop on {config.model}: dev {metric} vs tokens",
+        metric=metric,
     )
     say(f"Pareto front: {len(front)} of {len(trials)} complete trials (see pareto.md)")
     say(f"chosen ({rule}): {trial_line(chosen)}")
@@ -251,33 +255,42 @@ def final_stage(
             started = time.perf_counter()
             compiled = run.compile(program, splits.train)
             score = run.score(compiled, splits.dev, label=f"compiled-{opt.name}")
+            after = score.value(metric) if score.complete else None
             compiled_info.update(
                 seconds=round(time.perf_counter() - started, 1),
-                dev_accuracy_before=chosen.values[0],
+                objective=metric,
+                dev_objective_before=chosen.values[0],
+                dev_objective_after=after,
+                dev_accuracy_before=chosen.user_attrs.get("accuracy"),
                 dev_accuracy_after=score.accuracy if score.complete else None,
+                dev_recall_before=chosen.user_attrs.get("recall"),
+                dev_recall_after=score.recall if score.complete else None,
                 dev_tokens_per_q_after=round(score.tokens_per_q, 1) if score.complete else None,
             )
-            # The trial's dev accuracy won the search, so it flatters the uncompiled program a
+            # The trial's dev score won the search, so it flatters the uncompiled program a
             # little; a compiled program that still does at least as well is kept.
-            if score.complete and score.accuracy >= chosen.values[0]:
+            if score.complete and after >= chosen.values[0]:
                 program = compiled
-                compiled_info["compiled"] = "kept (dev accuracy not lower)"
+                compiled_info["compiled"] = f"kept (dev {metric} not lower)"
             elif score.complete:
-                compiled_info["compiled"] = "discarded (lower dev accuracy than uncompiled)"
+                compiled_info["compiled"] = f"discarded (lower dev {metric} than uncompiled)"
             else:
                 compiled_info["compiled"] = "discarded (--max-lm-calls reached while re-scoring)"
                 result.stopped = result.stopped or f"--max-lm-calls {config.max_lm_calls} reached"
             phases[opt.name] = budget.calls - phases["study"]
             say(
-                f"{opt.name}: dev accuracy {chosen.values[0]:.3f} -> "
-                f"{score.accuracy:.3f} ({compiled_info['compiled']})"
+                f"{opt.name}: dev {metric} {chosen.values[0]:.3f} -> "
+                f"{score.value(metric):.3f} ({compiled_info['compiled']})"
             )
 
     chosen_info = {
         "trial": chosen.number,
         **chosen.params,
         "label": _label(chosen.params),
-        "dev_accuracy": chosen.values[0],
+        "objective": metric,
+        "dev_objective": chosen.values[0],
+        "dev_accuracy": chosen.user_attrs.get("accuracy", chosen.values[0]),
+        "dev_recall": chosen.user_attrs.get("recall"),
         "dev_tokens_per_q": chosen.values[1],
         "dev_lm_calls_per_q": chosen.user_attrs.get("lm_calls_per_q"),
         "pick": str(rule),

@@ -17,13 +17,14 @@ from typing import Any
 
 import dspy
 
-from frames_dspy.metrics import Autorater, gold_recall
+from frames_dspy.metrics import Autorater
 
 logger = logging.getLogger(__name__)
 
 __all__ = [
     "OPTIMIZERS",
     "OptimizerSettings",
+    "ObjectiveMetric",
     "FeedbackMetric",
     "compile_program",
     "trim_demos",
@@ -53,6 +54,10 @@ class OptimizerSettings:
         candidates: Candidate programs (bootstrap-rs) or candidates per step (SIMBA).
         threads: Threads the optimizer evaluates with.
         seed: The optimizer's seed.
+        objective: What the optimizer maximises (see :class:`ObjectiveMetric`).
+        budget: A small, explicit budget instead of the optimizer's "light" preset: MIPROv2
+            trials (minibatches of at most the train size), GEPA metric calls (program runs),
+            SIMBA steps. None keeps the presets (MIPROv2/GEPA ``auto='light'``, SIMBA 4 steps).
     """
 
     name: str = "none"
@@ -62,6 +67,8 @@ class OptimizerSettings:
     candidates: int = 4
     threads: int = 1
     seed: int = 0
+    objective: str = "accuracy"
+    budget: int | None = None
 
     def __post_init__(self):
         if self.name not in OPTIMIZERS:
@@ -79,6 +86,8 @@ class OptimizerSettings:
             raise ValueError(f"demo_chars={self.demo_chars} is too small (at least 100)")
         if self.candidates < 1:
             raise ValueError(f"candidates={self.candidates} must be at least 1")
+        if self.budget is not None and self.budget < 1:
+            raise ValueError(f"optimizer budget={self.budget} must be at least 1 (or None)")
 
     @property
     def demos(self) -> int:
@@ -90,34 +99,90 @@ class OptimizerSettings:
         return self.max_demos
 
 
-class FeedbackMetric:
-    """GEPA's metric: the autorater's verdict as a score, its explanation as feedback.
+def _final_context(pred: Any) -> list[str]:
+    rounds = getattr(pred, "context_ids", None) or []
+    return list(rounds[-1]) if rounds else []
 
-    For the query writer (``pred_name`` naming the ``generate`` predictor) the feedback also
-    says how many gold articles the retrieved context held, which is what its queries decide.
+
+class ObjectiveMetric:
+    """The study's objective as a DSPy metric ``(example, pred, trace=None)``.
+
+    ``accuracy``: the autorater's verdict. ``recall``: the share of the example's gold
+    articles (those the corpus has) in context after the last round. ``accuracy+recall``:
+    the verdict plus recall divided by ``len(trainset) + 1``, so recall only breaks ties. While
+    an optimizer bootstraps (``trace`` set) it answers a bool: correct, or every gold article
+    found (for ``recall``: every gold article found).
     """
 
-    def __init__(self, autorater: Autorater, store=None):
+    def __init__(self, objective: str, autorater: Autorater, store=None, *, n: int = 1):
+        if objective not in ("accuracy", "recall", "accuracy+recall"):
+            raise ValueError(
+                f"unknown objective {objective!r}; choose accuracy, recall or accuracy+recall"
+            )
+        if objective != "accuracy" and store is None:
+            raise ValueError(f"the {objective} objective needs the article store")
+        self.objective = objective
+        self.autorater = autorater
+        self.store = store
+        self.n = max(1, n)
+
+    def __deepcopy__(self, memo):
+        return self
+
+    def recall(self, example: Any, pred: Any) -> float:
+        gold = {a.id for a in self.store.resolve_many(example.get("gold_urls", []))}
+        if not gold:
+            return 0.0
+        return len(gold & set(_final_context(pred))) / len(gold)
+
+    def __call__(self, example: Any, pred: Any, trace: Any = None) -> float | bool:
+        recall = self.recall(example, pred) if self.objective != "accuracy" else 0.0
+        if self.objective == "recall":
+            return recall >= 1.0 if trace is not None else recall
+        correct = bool(self.autorater(example, pred, trace))
+        if trace is not None:
+            return correct or (self.objective == "accuracy+recall" and recall >= 1.0)
+        return float(correct) + (recall / (self.n + 1) if self.objective != "accuracy" else 0.0)
+
+
+class FeedbackMetric:
+    """GEPA's metric: the objective as a score, and feedback text that says what went wrong.
+
+    The feedback gives the judge's verdict on the answer and, for the query writer
+    (``pred_name`` naming the ``generate`` predictor), the gold articles the queries found and
+    the ones they missed, by title, which is what its queries decide.
+    """
+
+    def __init__(self, autorater: Autorater, store=None, *, objective: str = "accuracy", n=1):
+        self.metric = ObjectiveMetric(objective, autorater, store, n=n)
         self.autorater = autorater
         self.store = store
 
     def __call__(self, gold, pred, trace=None, pred_name=None, pred_trace=None):
         verdict = self.autorater.judge(gold.question, gold.answer, getattr(pred, "answer", ""))
-        score = 1.0 if verdict.correct else 0.0
+        if self.metric.objective == "accuracy":
+            score = 1.0 if verdict.correct else 0.0
+        else:
+            score = float(self.metric(gold, pred))
         status = {True: "Correct", False: "Incorrect"}.get(verdict.correct, "Not judged")
         parts = [
             f"{status}. The expected answer is {gold.answer!r}; the program answered "
             f"{getattr(pred, 'answer', '')!r}. Judge: {verdict.explanation}"
         ]
-        if pred_name and "generate" in pred_name and self.store is not None:
-            gold_ids = [a.id for a in self.store.resolve_many(gold.get("gold_urls", []))]
-            recall = gold_recall(gold_ids, getattr(pred, "context_ids", None) or [])
-            if recall:
+        if self.store is not None and (pred_name is None or "generate" in pred_name):
+            gold_articles = self.store.resolve_many(gold.get("gold_urls", []))
+            found = set(_final_context(pred))
+            hit = [a.title for a in gold_articles if a.id in found]
+            missed = [a.title for a in gold_articles if a.id not in found]
+            if gold_articles:
                 parts.append(
-                    f"After the last round the context held {recall[-1]:.0%} of the "
-                    f"{len(gold_ids)} articles needed (gold titles: "
-                    f"{', '.join(gold.get('gold_titles', [])[:5])}); queries should name the "
-                    "entities that lead to the missing ones and never repeat earlier queries."
+                    f"The queries found {len(hit)} of the {len(gold_articles)} Wikipedia "
+                    f"articles the question needs"
+                    + (f" (found: {'; '.join(hit)})" if hit else "")
+                    + (f"; they missed: {'; '.join(missed)}." if missed else ".")
+                    + " Good queries name the people, places, works or events that lead to "
+                    "the missing articles, a few keywords each, and never repeat an earlier "
+                    "query."
                 )
         return dspy.Prediction(score=score, feedback=" ".join(parts))
 
@@ -161,10 +226,10 @@ def compile_program(
         program: A frames_dspy program (not modified; optimizers work on copies).
         trainset: Examples with ``question`` as input and ``answer`` as label.
         settings: Which optimizer and its limits.
-        autorater: The metric (a bool while bootstrapping, a float otherwise).
+        autorater: The judge of answers (wrapped into ``settings.objective``'s metric).
         lm: The program's LM; also MIPROv2's prompt model.
         reflection_lm: GEPA's reflection LM (default ``lm``).
-        store: Article store, for GEPA's retrieval feedback.
+        store: Article store, for recall and for GEPA's retrieval feedback.
 
     Returns:
         The compiled program, demos trimmed to ``settings.demo_chars``.
@@ -177,10 +242,11 @@ def compile_program(
         raise ValueError(f"--optimizer {name} needs at least 2 train examples; set --train 2+")
     demos = settings.demos
     threads = max(1, settings.threads)
+    metric = ObjectiveMetric(settings.objective, autorater, store, n=len(trainset))
     with dspy.context(lm=lm):
         if name == "bootstrap-rs":
             optimizer = dspy.BootstrapFewShotWithRandomSearch(
-                metric=autorater,
+                metric=metric,
                 max_bootstrapped_demos=demos,
                 max_labeled_demos=0,
                 num_candidate_programs=settings.candidates,
@@ -188,36 +254,49 @@ def compile_program(
             )
             compiled = optimizer.compile(program, trainset=trainset)
         elif name == "mipro":
+            sized = (
+                {"auto": None, "num_candidates": settings.candidates}
+                if settings.budget
+                else {"auto": "light"}
+            )
             optimizer = dspy.MIPROv2(
-                metric=autorater,
+                metric=metric,
                 prompt_model=lm,
                 task_model=lm,
-                auto="light",
                 max_bootstrapped_demos=demos,
                 max_labeled_demos=0,
                 num_threads=threads,
                 seed=settings.seed,
                 verbose=False,
                 track_stats=False,
+                **sized,
             )
-            compiled = optimizer.compile(program, trainset=trainset, seed=settings.seed)
+            extra = (
+                {"num_trials": settings.budget, "minibatch_size": min(35, len(trainset))}
+                if settings.budget
+                else {}
+            )
+            compiled = optimizer.compile(program, trainset=trainset, seed=settings.seed, **extra)
         elif name == "gepa":
+            sized = {"max_metric_calls": settings.budget} if settings.budget else {"auto": "light"}
             optimizer = dspy.GEPA(
-                metric=FeedbackMetric(autorater, store),
-                auto="light",
+                metric=FeedbackMetric(
+                    autorater, store, objective=settings.objective, n=len(trainset)
+                ),
                 reflection_lm=reflection_lm or lm,
                 num_threads=threads,
                 seed=settings.seed,
                 track_stats=False,
+                **sized,
             )
             compiled = optimizer.compile(program, trainset=trainset)
         else:  # simba
             bsize = min(32, len(trainset))
             optimizer = dspy.SIMBA(
-                metric=autorater,
+                metric=metric,
                 bsize=bsize,
                 num_candidates=settings.candidates,
-                max_steps=4,
+                max_steps=settings.budget or 4,
                 max_demos=demos,
                 demo_input_field_maxlen=settings.demo_chars,
                 num_threads=threads,
@@ -239,7 +318,8 @@ def rough_calls(settings: OptimizerSettings, *, n_train: int, calls_per_q: float
     instructions-only) of up to 35 questions, ~5 full evaluations of its 80% validation part,
     6 bootstrapped sets and ~30 proposal calls; GEPA light uses ``GEPA.auto_budget`` (about
     ``6 x train + 730`` rollouts, whatever the train size) plus a reflection call per ~3;
-    SIMBA runs 4 steps of ``2 x candidates`` minibatches plus a final pass per candidate.
+    SIMBA runs 4 steps of ``2 x candidates`` minibatches plus a final pass per candidate. An
+    explicit ``budget`` replaces the preset's trials, rollouts or steps.
     """
     per_q = calls_per_q + 1
     n = max(n_train, 1)
@@ -249,10 +329,13 @@ def rough_calls(settings: OptimizerSettings, *, n_train: int, calls_per_q: float
         return per_q * n * (2 * settings.candidates + 3)
     if settings.name == "mipro":
         valset = max(1, int(n * 0.8))
-        trials = 10 if settings.demos == 0 else 20
+        trials = settings.budget or (10 if settings.demos == 0 else 20)
         return per_q * (trials * min(35, valset) + 5 * valset + 6 * n) + 30
     if settings.name == "gepa":
-        rollouts = dspy.GEPA.auto_budget(None, num_preds=2, num_candidates=6, valset_size=n)
+        rollouts = settings.budget or dspy.GEPA.auto_budget(
+            None, num_preds=2, num_candidates=6, valset_size=n
+        )
         return per_q * rollouts + rollouts / 3
     bsize = min(32, n)
-    return per_q * (4 * 2 * settings.candidates * bsize + (settings.candidates + 1) * n)
+    steps = settings.budget or 4
+    return per_q * (steps * 2 * settings.candidates * bsize + (settings.candidates + 1) * n)

@@ -32,9 +32,9 @@ _HIDDEN_ATTRS = ("program_state",)
 class PickRule:
     """How the final configuration is chosen from the Pareto front.
 
-    ``best``: the highest dev accuracy; ties go to fewer tokens per question.
-    ``cheapest-within``: the fewest tokens per question among front trials whose accuracy is
-    at most ``tolerance`` below the best.
+    ``best``: the highest value of the study's objective on dev; ties go to fewer tokens.
+    ``cheapest-within``: the fewest tokens per question among front trials whose objective
+    value is at most ``tolerance`` below the best.
     """
 
     name: str = "best"
@@ -102,30 +102,43 @@ def trials_frame(study: optuna.Study) -> pd.DataFrame:
     return frame.drop(columns=[c for c in hidden if c in frame.columns])
 
 
+def _attr(t: FrozenTrial, name: str) -> str:
+    value = t.user_attrs.get(name)
+    return f"{value:.3f}" if isinstance(value, int | float) else "—"
+
+
 def _row(t: FrozenTrial, chosen: FrozenTrial | None) -> str:
     a = t.user_attrs
     mark = " ◀ chosen" if chosen is not None and t.number == chosen.number else ""
     return (
         f"| {t.number}{mark} | {t.params['prompt']} | {t.params['rounds']} | {t.params['k']} | "
-        f"{t.params['n_docs']} | {t.values[0]:.3f} | {t.values[1]:.0f} | "
+        f"{t.params['n_docs']} | {t.values[0]:.3f} | {_attr(t, 'accuracy')} | "
+        f"{_attr(t, 'recall')} | {t.values[1]:.0f} | "
         f"{a.get('lm_calls_per_q', float('nan')):.2f} | {a.get('judge_errors', '—')} | "
         f"{a.get('n_questions', '—')} |"
     )
 
 
 def pareto_markdown(
-    front: Sequence[FrozenTrial], chosen: FrozenTrial | None, *, rule: PickRule, n_trials: int
+    front: Sequence[FrozenTrial],
+    chosen: FrozenTrial | None,
+    *,
+    rule: PickRule,
+    n_trials: int,
+    metric: str = "accuracy",
 ) -> str:
     """The Pareto front as a markdown table, cheapest first."""
     lines = [
         f"# Pareto front ({len(front)} of {n_trials} complete trials)",
         "",
-        "Dev-split accuracy (autorater) against metered tokens per question (program LM,",
-        f"prompt + completion, counted whether or not the call was cached). Pick rule: `{rule}`.",
+        f"The objective `{metric}` on the dev split against metered tokens per question",
+        "(program LM, prompt + completion, counted whether or not the call was cached); accuracy",
+        f"is the autorater's, recall the gold articles found after the last round. Pick rule: "
+        f"`{rule}`.",
         "",
-        "| trial | prompt | rounds | k | n_docs | accuracy | tokens/q | LM calls/q | "
-        "judge errors | questions |",
-        "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|",
+        f"| trial | prompt | rounds | k | n_docs | {metric} | accuracy | recall | tokens/q | "
+        "LM calls/q | judge errors | questions |",
+        "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
     ]
     lines += [_row(t, chosen) for t in sorted(front, key=lambda t: (t.values[1], t.number))]
     return "\n".join(lines) + "\n"
@@ -138,8 +151,9 @@ def plot_pareto(
     path: str | Path,
     *,
     title: str = "",
+    metric: str = "accuracy",
 ) -> None:
-    """Accuracy against tokens per question: all trials grey, the front highlighted."""
+    """The objective against tokens per question: all trials grey, the front highlighted."""
     import matplotlib.pyplot as plt
 
     fig, ax = plt.subplots(figsize=(7, 4.5))
@@ -186,9 +200,9 @@ def plot_pareto(
             label=f"chosen (trial {chosen.number})",
         )
     ax.set_xlabel("tokens per question (dev split, program LM)")
-    ax.set_ylabel("accuracy (dev split, autorater)")
-    ax.set_ylim(-0.03, 1.03)
-    ax.set_title(title or "FRAMES MultiHop: accuracy vs cost")
+    ax.set_ylabel(f"{metric} (dev split)")
+    ax.set_ylim(-0.03, max(1.03, max((t.values[0] for t in trials), default=0) + 0.03))
+    ax.set_title(title or f"FRAMES MultiHop: {metric} vs cost")
     ax.grid(alpha=0.3)
     ax.legend(loc="lower right", fontsize=8)
     fig.tight_layout()

@@ -76,6 +76,7 @@ def open_study(
     *,
     settings: dict[str, Any],
     sampler: optuna.samplers.BaseSampler,
+    metric: str = "accuracy",
 ) -> optuna.Study:
     """Create the two-objective study, or load it if it exists with the same settings.
 
@@ -96,7 +97,7 @@ def open_study(
         study.set_user_attr("settings", settings)
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", optuna.exceptions.ExperimentalWarning)
-            study.set_metric_names(["accuracy", "tokens_per_q"])
+            study.set_metric_names([metric, "tokens_per_q"])
     else:
         differences = [
             f"{key}: {previous.get(key)!r} -> {settings.get(key)!r}"

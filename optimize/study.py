@@ -3,7 +3,8 @@
 A trial picks ``rounds``, ``k``, ``n_docs`` and the query prompt (vanilla or planning), builds
 the :class:`~frames_dspy.programs.MultiHop` program (optionally compiling its prompts with a
 DSPy optimizer on the train split), scores it on the dev split with the autorater, and returns
-two objectives: accuracy (maximised) and tokens per question (minimised).
+two objectives: the chosen one (:data:`OBJECTIVES`: accuracy, recall, or accuracy with ties
+broken by recall; maximised) and tokens per question (minimised).
 
 Tokens per question are *metered* (:class:`frames_dspy.accounting.TokenMeter`): every call
 of the program's LM is counted at 4 characters per token (prompt plus completion), whether or
@@ -29,7 +30,7 @@ import optuna
 from optuna.trial import FrozenTrial, TrialState
 
 from frames_dspy.accounting import CallBudget
-from frames_dspy.metrics import JUDGE_METHODS, Autorater
+from frames_dspy.metrics import JUDGE_METHODS, Autorater, mean_recall
 from frames_dspy.programs import ProgramSpec, build_program
 from frames_dspy.run_folder import RunFolder
 from frames_dspy.runner import Runner
@@ -38,6 +39,7 @@ logger = logging.getLogger(__name__)
 
 __all__ = [
     "PROMPTS",
+    "OBJECTIVES",
     "SearchSpace",
     "DevScore",
     "score_program",
@@ -51,6 +53,16 @@ __all__ = [
 
 #: The two query-writing prompts a trial chooses between.
 PROMPTS = ("vanilla", "planning")
+
+#: What a study maximises (its second objective is always metered tokens per question).
+OBJECTIVES = {
+    "accuracy": "autorater accuracy on the dev split",
+    "recall": "gold-article recall after the last round (every dev question with a gold "
+    "article counts; no judge needed to steer, though answers are still judged and shown)",
+    "accuracy+recall": "accuracy, ties broken by recall (recall adds less than one "
+    "question's worth of accuracy): with a strong model accuracy decides, with a weak one "
+    "recall still separates trials",
+}
 
 
 @dataclass(frozen=True)
@@ -151,10 +163,35 @@ class DevScore:
     def tokens_per_q(self) -> float:
         return self._per_q(self.metered_tokens)
 
+    @property
+    def recall_by_round(self) -> list[float]:
+        """Mean gold-article recall per round over every question with a gold article."""
+        return mean_recall(r.get("recall") for r in self.records)[0]
+
+    @property
+    def recall(self) -> float:
+        """Mean gold-article recall after the last round (0 when nothing was retrieved)."""
+        by_round = self.recall_by_round
+        return by_round[-1] if by_round else 0.0
+
+    def value(self, objective: str) -> float:
+        """The study's first objective: see :data:`OBJECTIVES`."""
+        if objective == "accuracy":
+            return self.accuracy
+        if objective == "recall":
+            return self.recall
+        if objective == "accuracy+recall":
+            # Recall breaks ties only: it adds less than one question's worth of accuracy.
+            return self.accuracy + self.recall / (self.n + 1)
+        raise ValueError(f"unknown objective {objective!r}; choose one of {', '.join(OBJECTIVES)}")
+
     def attrs(self) -> dict[str, Any]:
         """The numbers stored as a trial's user attributes."""
+        by_round = self.recall_by_round
         return {
             "accuracy": round(self.accuracy, 6),
+            "recall": round(self.recall, 6),
+            "recall_round1": round(by_round[0], 6) if by_round else None,
             "tokens_per_q": round(self.tokens_per_q, 2),
             "reported_tokens_per_q": round(self._per_q(self.reported_tokens), 2),
             "lm_calls_per_q": round(self._per_q(self.lm_calls), 3),
@@ -303,6 +340,7 @@ class Objective:
     threads: int = 1
     compile_fn: Callable[[dspy.Module, Sequence[dspy.Example]], dspy.Module] | None = None
     sink: RunFolder | None = None
+    objective: str = "accuracy"
 
     def __call__(self, trial: optuna.Trial) -> tuple[float, float]:
         trial.set_user_attr("worker", worker_id())
@@ -356,7 +394,7 @@ class Objective:
                 "stopped", f"max-lm-calls reached after {score.n}/{score.wanted} dev questions"
             )
             raise optuna.TrialPruned("--max-lm-calls reached")
-        return score.accuracy, score.tokens_per_q
+        return score.value(self.objective), score.tokens_per_q
 
     @staticmethod
     def _same_params(trial: optuna.Trial, params: dict[str, Any]) -> FrozenTrial | None:

@@ -27,7 +27,12 @@ from frames_dspy.retrieval import build_retriever
 from optimize import compile as opt_compile
 from optimize.compile import CompileConfig, run_compile
 from optimize.cost import estimate_cost, question_cost
-from optimize.optimizers import FeedbackMetric, OptimizerSettings, trim_demos
+from optimize.optimizers import (
+    FeedbackMetric,
+    ObjectiveMetric,
+    OptimizerSettings,
+    trim_demos,
+)
 from optimize.pareto import PickRule, parse_pick, pick_trial
 from optimize.study import SearchSpace
 
@@ -345,9 +350,31 @@ def test_gepa_feedback_metric_has_gepas_signature(tiny):
     metric = FeedbackMetric(Autorater(FakeLM(knowledge)), store)
     pred = dspy.Prediction(answer="1843", context_ids=[[]])
     out = metric(examples[0], pred, None, "generate.predict", None)
-    assert out.score == 1.0 and "Correct" in out.feedback and "gold titles" in out.feedback
+    assert out.score == 1.0 and "Correct" in out.feedback and "they missed:" in out.feedback
+    gold = [a.title for a in store.resolve_many(examples[0].gold_urls)]
+    assert gold and all(title in out.feedback for title in gold)  # the missed articles, named
     wrong = metric(examples[0], dspy.Prediction(answer="no idea"), None, None, None)
     assert wrong.score == 0.0 and "1843" in wrong.feedback
+    found = [a.id for a in store.resolve_many(examples[0].gold_urls)]
+    right = metric(examples[0], dspy.Prediction(answer="x", context_ids=[found]), None, None, None)
+    assert "they missed" not in right.feedback and f"found {len(found)} of" in right.feedback
+
+
+def test_objective_metrics_score_recall_and_break_ties(tiny):
+    examples, store, knowledge, _ = tiny
+    autorater = Autorater(FakeLM(knowledge))
+    example = examples[0]
+    gold = [a.id for a in store.resolve_many(example.gold_urls)]
+    half = dspy.Prediction(answer="no idea", context_ids=[gold[:1]])
+    full = dspy.Prediction(answer="1843", context_ids=[gold])
+    recall = ObjectiveMetric("recall", autorater, store)
+    assert recall(example, half) == pytest.approx(1 / len(gold))
+    assert recall(example, full) == 1.0 and recall(example, full, trace=True) is True
+    both = ObjectiveMetric("accuracy+recall", autorater, store, n=9)
+    assert both(example, half) == pytest.approx(1 / len(gold) / 10)  # less than 1 question
+    assert both(example, full) == pytest.approx(1.1)
+    with pytest.raises(ValueError, match="needs the article store"):
+        ObjectiveMetric("recall", autorater)
 
 
 @pytest.mark.parametrize(
