@@ -47,7 +47,13 @@ def open_storage(url: str, *, attempts: int = 4) -> optuna.storages.RDBStorage:
                 return optuna.storages.RDBStorage(
                     url, engine_kwargs=engine_kwargs, heartbeat_interval=30, grace_period=120
                 )
-        except (ArgumentError, ImportError) as err:
+        except ImportError as err:
+            # Optuna hides the module's name in __cause__ ("No module named 'psycopg'").
+            raise ValueError(
+                f"--storage {redact(url)} needs a database driver that is not installed "
+                f'({err.__cause__ or err}); for PostgreSQL: pip install -e ".[postgres]"'
+            ) from err
+        except ArgumentError as err:
             raise ValueError(
                 f"--storage {redact(url)} cannot be used ({err}); use e.g. sqlite:///study.db "
                 "or postgresql://user:password@host/dbname (with its driver installed)"

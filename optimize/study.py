@@ -21,12 +21,14 @@ import logging
 import os
 import socket
 import time
+import warnings
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 import dspy
 import optuna
+from optuna.exceptions import UpdateFinishedTrialError
 from optuna.trial import FrozenTrial, TrialState
 
 from frames_dspy.accounting import CallBudget
@@ -263,7 +265,17 @@ def worker_id() -> str:
 
 
 def count_active(study: optuna.Study, *, below: int | None = None) -> int:
-    """Complete trials plus trials still running (numbered below ``below`` if given)."""
+    """Complete trials plus trials still running (numbered below ``below`` if given).
+
+    The trials of dead workers are first marked FAIL, so they do not count towards the target
+    (the workers still alive would stop short of it): on this host at once
+    (:func:`reap_dead_local_trials`), on other hosts once their heartbeat is older than the
+    storage's grace period.
+    """
+    reap_dead_local_trials(study)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", optuna.exceptions.ExperimentalWarning)
+        optuna.storages.fail_stale_trials(study)
     trials = study.get_trials(deepcopy=False, states=(TrialState.COMPLETE, TrialState.RUNNING))
     return sum(1 for t in trials if below is None or t.number < below)
 
@@ -283,26 +295,36 @@ def reap_dead_local_trials(study: optuna.Study) -> list[int]:
 
     A worker killed mid-trial (SIGKILL, a crash, a reboot) leaves its trial RUNNING forever;
     it would count towards ``--trials`` and never finish. Trials of workers on other hosts
-    are left to Optuna's heartbeat (``grace_period``).
+    are left to Optuna's heartbeat (``grace_period``). The trial's ``reaped_by`` attribute
+    names the process that marked it (either one, if two reaped it at the same moment).
 
     Returns:
-        The numbers of the trials marked FAIL.
+        The numbers of the trials this call marked FAIL.
     """
     host = socket.gethostname()
-    storage = study._storage  # noqa: SLF001 - the study's own storage; no public accessor
-    study_id = storage.get_study_id_from_name(study.study_name)
-    reaped = []
-    for trial in study.get_trials(deepcopy=False, states=(TrialState.RUNNING,)):
+    running = study.get_trials(deepcopy=False, states=(TrialState.RUNNING,))
+    dead = []
+    for trial in running:
         owner = str(trial.user_attrs.get("worker", ""))
         owner_host, _, pid = owner.rpartition(":")
         if owner_host != host or not pid.isdigit() or int(pid) == os.getpid():
             continue
-        if _pid_alive(int(pid)):
-            continue
-        trial_id = storage.get_trial_id_from_study_id_trial_number(study_id, trial.number)
-        storage.set_trial_user_attr(trial_id, "reaped", f"worker {owner} had died")
-        storage.set_trial_state_values(trial_id, TrialState.FAIL)
-        reaped.append(trial.number)
+        if not _pid_alive(int(pid)):
+            dead.append((trial.number, owner))
+    if not dead:
+        return []
+    storage = study._storage  # noqa: SLF001 - the study's own storage; no public accessor
+    study_id = storage.get_study_id_from_name(study.study_name)
+    reaped = []
+    for number, owner in dead:
+        trial_id = storage.get_trial_id_from_study_id_trial_number(study_id, number)
+        try:
+            storage.set_trial_user_attr(trial_id, "reaped", f"worker {owner} had died")
+            storage.set_trial_user_attr(trial_id, "reaped_by", worker_id())
+            storage.set_trial_state_values(trial_id, TrialState.FAIL)
+        except UpdateFinishedTrialError:
+            continue  # another live worker (or the heartbeat) marked it first
+        reaped.append(number)
     if reaped:
         logger.warning("marked trials %s FAIL: their worker process had died", reaped)
     return reaped
@@ -311,7 +333,9 @@ def reap_dead_local_trials(study: optuna.Study) -> list[int]:
 # --- the objective ------------------------------------------------------------------------------
 
 #: Attributes that describe the trial's run rather than its result; not copied to duplicates.
-_OWN_ATTRS = frozenset({"worker", "seconds", "duplicate_of", "surplus", "stopped", "reaped"})
+_OWN_ATTRS = frozenset(
+    {"worker", "seconds", "duplicate_of", "surplus", "stopped", "reaped", "reaped_by"}
+)
 
 
 @dataclass
