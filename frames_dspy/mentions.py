@@ -1,0 +1,267 @@
+"""Reading a response: its sentences, and where and how it mentions the gold answer.
+
+A mention of the gold in a response is not yet an answer: "It was not Italy", "Italy or Spain",
+"Italy, Germany and France" and "raspberries rather than cannabis" all contain the gold.
+:func:`position` says how a mention stands: ``asserted`` (given as the answer: opening the
+response, or after "is"/"was"/"won by", ending its clause, in a sentence with no negation,
+contrast or hedge), ``rejected`` (negated, compared away, called a guess or corrected by "but
+... actually"), ``alternative`` (one side of an "or"), ``listed`` (one of several names) or
+``neutral`` (anything else). The rules in :mod:`frames_dspy.rules` decide from these.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from functools import cached_property
+
+from frames_dspy.answer_forms import Quantity, fold, parse_dates, parse_quantities
+from frames_dspy.gold_forms import Token, tokens, word_set
+from frames_dspy.place_names import is_place_name
+
+__all__ = [
+    "Response",
+    "Mention",
+    "find_mentions",
+    "position",
+    "listed",
+    "NEGATION",
+    "HEDGE_WORDS",
+    "FUNCTION_WORDS",
+]
+
+_ABBREVIATION = re.compile(
+    r"(?:\b(?:St|Dr|Mr|Mrs|Ms|Mt|No|Nos|Jr|Sr|vs|Gen|Col|Lt|Capt|Rev|Prof|Inc|Co|Ltd|Ft|Sgt|"
+    r"approx|ca|U\.S|e\.g|i\.e)|\b[A-Z])\.$"
+)
+NEGATION = re.compile(
+    r"\b(?:not(?!\s+only\b)|never|neither|nor|none|nobody|nothing|cannot|no(?![.,]?\s*\d))\b|n't\b",
+    re.IGNORECASE,
+)
+_CONTRAST = re.compile(
+    r"\b(?:but|however|although|though|whereas|instead|rather|actually|unlike|than|except|"
+    r"wrong|incorrect|mistaken|mistake|misconception|myth|guess|assumed?|contrary|despite)\b",
+    re.IGNORECASE,
+)
+HEDGE_WORDS = re.compile(
+    r"\b(?:possibly|perhaps|maybe|might|could|either|or|unclear|uncertain|unsure|not sure|"
+    r"debated|disputed|probably|likely)\b|\bmay\b",
+)
+_RETRACTION = re.compile(
+    r"\b(?:actually|however|instead|correction|rather|alternatively|on second thought|wait|"
+    r"or perhaps|or maybe|or possibly|incorrect|wrong|mistaken)\b",
+    re.IGNORECASE,
+)
+
+
+class Response:
+    """A response folded once, with its sentences, quoted spans and tokens."""
+
+    def __init__(self, response: str):
+        self.text = " ".join(fold(response).replace("*", "").split())
+        self.sentences = self._split(self.text)
+        self.quotes = [(m.start(), m.end()) for m in re.finditer(r'"[^"]*"', self.text)]
+        self.unquoted = re.sub(r'"[^"]*"', lambda m: " " * len(m.group()), self.text)
+        self.toks = tokens(self.text)
+
+    @staticmethod
+    def _split(text: str) -> list[tuple[int, int]]:
+        spans, start = [], 0
+        for m in re.finditer(r"[.!?]+[\"')\]]*\s+|;\s*", text):
+            if m.group().startswith(".") and _ABBREVIATION.search(text[start : m.start() + 1]):
+                continue
+            spans.append((start, m.end()))
+            start = m.end()
+        if start < len(text):
+            spans.append((start, len(text)))
+        return spans or [(0, 0)]
+
+    def sentence_of(self, pos: int) -> int:
+        return next(
+            i for i, (s, e) in enumerate(self.sentences) if s <= pos < e or e == len(self.text)
+        )
+
+    def sentence(self, i: int, *, quoted: bool = False) -> str:
+        s, e = self.sentences[i]
+        return (self.text if quoted else self.unquoted)[s:e]
+
+    def in_quotes(self, pos: int) -> bool:
+        return any(s < pos < e for s, e in self.quotes)
+
+    @cached_property
+    def quantities(self) -> list[Quantity]:
+        return parse_quantities(self.text, skip=[(d.start, d.end) for d in parse_dates(self.text)])
+
+    def clean(self, i: int) -> bool:
+        """Sentence ``i`` has no negation, contrast or hedge (quoted titles aside)."""
+        text = self.sentence(i)
+        return not (
+            NEGATION.search(text)
+            or _CONTRAST.search(text)
+            or HEDGE_WORDS.search(text)
+            or text.rstrip().endswith("?")
+        )
+
+    def retracted_after(self, i: int) -> bool:
+        return any(_RETRACTION.search(self.sentence(j)) for j in range(i + 1, len(self.sentences)))
+
+
+# --- finding the gold in the response --------------------------------------------------------
+
+# Titles before a name do not make it a longer name ("Pope Silvester I" names Silvester I).
+_NAME_LEADS = word_set(
+    "st saint pope king queen president sir dr mr mrs ms lord lady prince princess general "
+    "emperor empress duke duchess count mount mt lake river fort cape"
+)
+FUNCTION_WORDS = word_set(
+    "not no never only just even also but and or nor so yes well however although though because "
+    "since while when where why how what which who whom whose if then than thus hence therefore "
+    "as at by for from in into of on onto to with without about after before during under over "
+    "between among through it its this that these those there here is was are were be been "
+    "being has have had do does did can could will would shall should may might must now today "
+    "answer final both either neither"
+)
+
+
+@dataclass(frozen=True)
+class Mention:
+    start: int
+    end: int
+    sent: int
+
+
+def _extends(a: Token, b: Token, text: str, *, after: bool) -> bool:
+    """Whether token ``b`` continues a name through ``a`` ("George Washington University")."""
+    gap = text[a.end : b.start] if after else text[b.end : a.start]
+    if not re.fullmatch(r"[\s'-]*", gap) or "'" in gap and after:
+        return False
+    if b.norm in FUNCTION_WORDS or (not after and b.norm in _NAME_LEADS):
+        return False
+    return b.text[0].isupper() or (after and b.text[0].isdigit() and gap.strip() == "")
+
+
+def find_mentions(resp: Response, words: tuple[str, ...]) -> list[Mention]:
+    """Where the words occur as a whole name (not inside a longer one)."""
+    toks, n, out = resp.toks, len(words), []
+    for i in range(len(toks) - n + 1):
+        if tuple(t.norm for t in toks[i : i + n]) != words:
+            continue
+        if i > 0 and _extends(toks[i], toks[i - 1], resp.text, after=False):
+            continue
+        if i + n < len(toks) and _extends(toks[i + n - 1], toks[i + n], resp.text, after=True):
+            continue
+        out.append(Mention(toks[i].start, toks[i + n - 1].end, resp.sentence_of(toks[i].start)))
+    return out
+
+
+_REJECT_BEFORE = re.compile(
+    r"(?:\bnot|n't|\bnever|\bnor|\brather than|\bother than|\binstead of|\bunlike|"
+    r"\bexcept(?: for)?|\bapart from|\bas opposed to)\s+"
+    r"(?:(?:the|a|an|in|at|on|by|from|to|for|with|of)\s+)?[\"']?$",
+    re.IGNORECASE,
+)
+_THAN_BEFORE = re.compile(r"\bthan\s+(?:(?:to|with|for|in|at|of|the)\s+){0,2}[\"']?$", re.I)
+_REJECT_AFTER = re.compile(
+    r"^[\"']?\s*(?:is|was|are|were|would be|seems?)\s+(?:not\b|n't|wrong|incorrect|mistaken|"
+    r"an?\s+(?:\w+\s+)?(?:guess|misconception|mistake|myth|red herring|error|confusion))|"
+    r"^[\"']?\s*(?:isn't|wasn't|aren't|weren't)\b",
+    re.IGNORECASE,
+)
+_BELIEF = re.compile(
+    r"\b(?:assumes?|assumed|believes?|believed|thinks?|thought|guess(?:ed)?|supposes?|supposed|"
+    r"mistak\w*|confuse[sd]?|often said|commonly said|popularly)\b",
+    re.IGNORECASE,
+)
+_CORRECTION = re.compile(r"\b(?:actually|in fact|really|instead|rather|truly|correctly)\b", re.I)
+_COPULA_BEFORE = re.compile(
+    r"(?:\b(?:is|was|are|were|be|been|became|becomes|become|remains|remained)|"
+    r"\b(?:it|that|this|what|here|there|who|answer)'s)\s+"
+    r"(?:(?:called|named|known as|in|at|from|on|by)\s+)?(?:(?:the|a|an)\s+)?[\"'(]?$"
+    r"|\b(?:is|was|are|were|be|been)\s+(?:\w+\s+){1,2}by\s+(?:the\s+)?[\"']?$|:\s*[\"']?$",
+    re.IGNORECASE,
+)
+_LEAD = re.compile(
+    r"^\W*(?:(?:so|thus|therefore|hence|yes|final answer|answer)\W+)?"
+    r"(?:(?:it|this|that|the answer|the correct answer|my answer)\s*(?:'s|is|was|would be|"
+    r"will be|:)\s+|that would be\s+|i believe (?:it's|it is)\s+|(?:he|she|they) (?:is|was|are|"
+    r"were)\s+)?(?:the\s+)?[\"'(]?$",
+    re.IGNORECASE,
+)
+_AFTER_ANSWER = re.compile(
+    r"^[\"')]*\s*(?:$|[.,;:!(]|-\s|\s-)"
+    r"|^[\"')]*\s+(?:is|was) (?:the|my) (?:correct |final )?answer\b",
+    re.IGNORECASE,
+)
+_OR_AFTER = re.compile(
+    r"^[\"']?\s+or\s+(?!so\b|more\b|less\b|not\b|fewer\b|later\b|earlier\b|above\b|below\b|"
+    r"simply\b|also\b|just\b)(?:the\s+)?([\w'-]+)",
+    re.IGNORECASE,
+)
+_OR_BEFORE = re.compile(r"([\w'-]+)\s+or\s+(?:the\s+)?[\"']?$", re.IGNORECASE)
+_NEXT_CORRECTS = r"\s*(?:however|actually|in fact|in reality)\b"
+
+
+def _alternative(word: str, words: tuple[str, ...]) -> bool:
+    """Whether ``word`` across an "or" is another candidate, not an alias of the gold."""
+    if word.isupper() and len(word) > 1:
+        return False  # "Kentucky Fried Chicken or KFC": an acronym restates the answer
+    low = word.casefold()
+    if low == "either":
+        return False
+    return low not in words and not any(low[:4] == w[:4] for w in words if len(w) >= 4)
+
+
+def position(resp: Response, m: Mention, words: tuple[str, ...], question: str) -> str:
+    """How a mention of the gold stands: asserted, rejected, alternative, listed or neutral."""
+    s_start, s_end = resp.sentences[m.sent]
+    before, after = resp.text[s_start : m.start], resp.text[m.end : s_end]
+    if _REJECT_BEFORE.search(before) or _REJECT_AFTER.search(after):
+        return "rejected"
+    if (than := _THAN_BEFORE.search(before)) and not NEGATION.search(resp.sentence(m.sent)):
+        # "more related to mulberries than cannabis" rejects the gold only when the comparison
+        # is the one the question asks about ("more related"); "younger than X" may not be.
+        clause = re.split(r"[,;:]", before[: than.start()])[-1].casefold().split()
+        compared = [w for w in clause if w in ("more", "less", "fewer") or w.endswith("er")]
+        if compared and all(w in question.casefold().split() for w in compared):
+            return "rejected"
+    # "X is a common guess, but ... actually Y": the clause after "but" corrects the mention.
+    but = re.search(r"\bbut\b(.*)$", after, re.IGNORECASE)
+    corrected = but and (_CORRECTION.search(but.group(1)) or _BELIEF.search(before))
+    if corrected and not _found_between(resp, words, m.end + but.start(), s_end):
+        return "rejected"
+    nxt = resp.sentence(m.sent + 1) if m.sent + 1 < len(resp.sentences) else ""
+    if _BELIEF.search(before + after) and re.match(_NEXT_CORRECTS, nxt, re.IGNORECASE):
+        return "rejected"
+    if before.count("(") <= before.count(")"):  # an "or" inside brackets gives an alias
+        if (o := _OR_AFTER.match(after)) and _alternative(o.group(1), words):
+            return "alternative"
+        o = _OR_BEFORE.search(before)
+        if o and not before.rstrip().endswith(", or") and _alternative(o.group(1), words):
+            return "alternative"
+    if listed(before, after, resp.text[m.start : m.end]):
+        return "listed"
+    first = m.sent == 0 and _LEAD.search(before)
+    opens = (first or _COPULA_BEFORE.search(before)) and _AFTER_ANSWER.match(after)
+    return "asserted" if opens and resp.clean(m.sent) else "neutral"
+
+
+def _found_between(resp: Response, words: tuple[str, ...], start: int, end: int) -> bool:
+    return any(start <= m.start < end for m in find_mentions(resp, words))
+
+
+_NAME_RUN = r"[A-Z][\w'.-]*(?:\s+(?:of\s+|de\s+|the\s+)?[A-Z][\w'.-]*)*"
+
+
+def listed(before: str, after: str, mention: str = "") -> bool:
+    """Whether the mention sits in a list of names ("Spain and Italy", "Italy, Spain").
+
+    A place after a comma only locates a mention that is not itself a country or region
+    ("Prague, Czechia"); after a country it continues a list ("Italy, Germany and France").
+    """
+    if m := re.match(rf"^[\"')]*\s*(?:,|;|/|&|\band\b|\bor\b)\s*(?:the\s+)?({_NAME_RUN})", after):
+        place = m.group(1).rstrip(".")
+        locates = after.lstrip(" \"')").startswith(",") and is_place_name(place)
+        if not locates or is_place_name(mention):
+            return True
+    m = re.search(rf"({_NAME_RUN})\s*(?:,|/|&|\band\b|\bor\b)\s*(?:the\s+)?[\"'(]?$", before)
+    return bool(m) and m.group(1).casefold() not in FUNCTION_WORDS | {"yes", "no", "so", "well"}
