@@ -84,7 +84,9 @@ def split_by_question(
     The sorted question ids (the question text where an item has no id) are shuffled with
     ``random.Random(seed)``; the first half of them makes the design half.
     """
-    keys = sorted({_key(item) for item in items}, key=str)
+    keys = list({_key(item) for item in items})
+    # Integer ids sort as numbers (6 before 14); question texts, where ids are missing, as text.
+    keys.sort(key=lambda k: (isinstance(k, str), k if isinstance(k, int) else 0, str(k)))
     random.Random(seed).shuffle(keys)
     design = set(keys[: len(keys) // 2])
     return (
