@@ -25,6 +25,7 @@ __all__ = [
     "find_mentions",
     "position",
     "listed",
+    "negated",
     "NEGATION",
     "HEDGE_WORDS",
     "FUNCTION_WORDS",
@@ -199,6 +200,16 @@ _OR_AFTER = re.compile(
 )
 _OR_BEFORE = re.compile(r"([\w'-]+)\s+or\s+(?:the\s+)?[\"']?$", re.IGNORECASE)
 _NEXT_CORRECTS = r"\s*(?:however|actually|in fact|in reality)\b"
+# After "X is GOLD": a closing phrase of place or time, up to the end of the sentence.
+_PLACE_TIME = re.compile(r"^\s+(?:in|at|on|during|from|since)\s+[^,;:]*?[.!]?\s*$", re.IGNORECASE)
+_CONCLUDES = re.compile(
+    r"\b(?:so|thus|therefore|hence|which means|meaning)\s*,?\s*(?:that\s+)?[\"']?$", re.IGNORECASE
+)
+_ROLE = re.compile(
+    r"^[\"']?\s+(?:is|was|are|were|would be|would have been|became|remains|remained)\s+"
+    r"(?:the|a|an)\s+((?:[\w'-]+\s+){0,2}[\w'-]+)",
+    re.IGNORECASE,
+)
 
 
 def _alternative(word: str, words: tuple[str, ...]) -> bool:
@@ -211,11 +222,18 @@ def _alternative(word: str, words: tuple[str, ...]) -> bool:
     return low not in words and not any(low[:4] == w[:4] for w in words if len(w) >= 4)
 
 
+def negated(resp: Response, start: int, end: int) -> bool:
+    """Whether the words just around a span negate it ("not 282 years", "X isn't right")."""
+    s_start, s_end = resp.sentences[resp.sentence_of(start)]
+    before, after = resp.text[s_start:start], resp.text[end:s_end]
+    return bool(_REJECT_BEFORE.search(before) or _REJECT_AFTER.search(after))
+
+
 def position(resp: Response, m: Mention, words: tuple[str, ...], question: str) -> str:
     """How a mention of the gold stands: asserted, rejected, alternative, listed or neutral."""
     s_start, s_end = resp.sentences[m.sent]
     before, after = resp.text[s_start : m.start], resp.text[m.end : s_end]
-    if _REJECT_BEFORE.search(before) or _REJECT_AFTER.search(after):
+    if negated(resp, m.start, m.end):
         return "rejected"
     if (than := _THAN_BEFORE.search(before)) and not NEGATION.search(resp.sentence(m.sent)):
         # "more related to mulberries than cannabis" rejects the gold only when the comparison
@@ -240,9 +258,41 @@ def position(resp: Response, m: Mention, words: tuple[str, ...], question: str) 
             return "alternative"
     if listed(before, after, resp.text[m.start : m.end]):
         return "listed"
-    first = m.sent == 0 and _LEAD.search(before)
-    opens = (first or _COPULA_BEFORE.search(before)) and _AFTER_ANSWER.match(after)
-    return "asserted" if opens and resp.clean(m.sent) else "neutral"
+    if not resp.clean(m.sent):
+        return "neutral"
+    if m.sent == 0 and _LEAD.search(before) and _AFTER_ANSWER.match(after):
+        return "asserted"  # "Italy.", "It was Italy, ...", "The answer is Italy (...)"
+    # "... was won by Italy.", "... is LXXIX in Roman numerals." The subject must be a pronoun
+    # or name something the question asks about: "the runner-up was Italy" does not answer
+    # "Who won?".
+    copula = _COPULA_BEFORE.search(before)
+    closes = _AFTER_ANSWER.match(after) or _PLACE_TIME.match(after)
+    if copula and closes and _subject_asked(before[: copula.start()], question):
+        return "asserted"
+    if _CONCLUDES.search(before) and (role := _ROLE.match(after)):
+        # "so Philadelphia was the capital on that day": the role must be the one asked for.
+        asked = set(re.findall(r"[a-z]+", question.casefold())) - FUNCTION_WORDS
+        if asked & set(role.group(1).casefold().split()):
+            return "asserted"
+    return "neutral"
+
+
+_ARTICLES = word_set("a an the")
+_PRONOUN_SUBJECT = word_set(
+    "it this that which he she they who what answer correct final one i we think believe "
+    "guess say would"
+)
+
+
+def _subject_asked(clause: str, question: str) -> bool:
+    """Whether the words before "is/was" are a pronoun or share a word with the question."""
+    clause = re.split(r"[,;:(]|\b(?:so|thus|therefore|hence|and|but)\b", clause, flags=re.I)[-1]
+    words = set(re.findall(r"[a-z]+", clause.casefold())) - FUNCTION_WORDS - _ARTICLES
+    if not words - _PRONOUN_SUBJECT:
+        return True
+    asked = set(re.findall(r"[a-z]+", question.casefold())) - FUNCTION_WORDS - _ARTICLES
+    asked = {w[:5] for w in asked}
+    return bool({w[:5] for w in words} & asked)
 
 
 def _found_between(resp: Response, words: tuple[str, ...], start: int, end: int) -> bool:

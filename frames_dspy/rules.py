@@ -29,6 +29,7 @@ from frames_dspy.mentions import (
     Response,
     find_mentions,
     listed,
+    negated,
     position,
 )
 from frames_dspy.place_names import is_place_name
@@ -178,36 +179,76 @@ def _decide_list(form: GoldForm, resp: Response, question: str) -> RuleVerdict |
                 return RuleVerdict(True, "stated_answer", "the response lists every part")
             missing = [parts[i].text for i in range(len(parts)) if i not in hit]
             return RuleVerdict(False, "partial", f"the response leaves out {missing}")
-    spots = []
-    for part in parts:
-        found = find_mentions(resp, part.main)
-        if not found:
-            return None
-        spots.append(found[0])
-    sents = {m.sent for m in spots}
-    if len(sents) != 1 or not resp.clean(next(iter(sents))):
+    found = {i: find_mentions(resp, p.main) for i, p in enumerate(parts)}
+    named = [i for i in found if found[i]]
+    spots = sorted((found[i][0] for i in named), key=lambda m: m.start)
+    if not spots or not _one_list(resp, spots) or resp.retracted_after(spots[0].sent):
         return None
-    spots.sort(key=lambda m: m.start)
+    if len(named) == len(parts):
+        why = "the response names every part of the gold as one list"
+        return RuleVerdict(True, "stated_answer", why)
+    # Partial only when the list is closed ("... founded by Steve Jobs and Steve Wozniak.", not
+    # "Miley Cyrus and her father") and no word of a missing part appears anywhere.
+    s_end = resp.sentences[spots[0].sent][1]
+    if not re.match(r"^[\s\"')]*(?:[.!;]|$)", resp.text[spots[-1].end : s_end]):
+        return None
+    shared = {
+        w for i, p in enumerate(parts) for w in p.main if any(w in q.main for q in parts[i + 1 :])
+    }
+    present = {t.norm for t in resp.toks}
+    missing = [parts[i] for i in found if not found[i]]
+    for part in missing:
+        own = set(part.main) - shared - FUNCTION_WORDS
+        if not own or own & present:
+            return None
+    why = f"the response names {len(named)} of {len(parts)} parts; it leaves out "
+    return RuleVerdict(False, "partial", why + ", ".join(repr(p.text) for p in missing))
+
+
+def _one_list(resp: Response, spots: list) -> bool:
+    """The mentions form one list in one plain sentence, with no other name listed beside it."""
+    if len({m.sent for m in spots}) != 1 or not resp.clean(spots[0].sent):
+        return False
     for a, b in zip(spots, spots[1:], strict=False):
         gap = resp.text[a.end : b.start]
         if not re.fullmatch(r"[\s,;&\"']*(?:and\s+)?(?:the\s+)?[\"']?", gap, re.IGNORECASE):
-            return None
+            return False
     s, e = resp.sentences[spots[0].sent]
-    if listed(resp.text[s : spots[0].start], "") or listed("", resp.text[spots[-1].end : e]):
-        return None
-    if resp.retracted_after(spots[0].sent):
-        return None
-    return RuleVerdict(
-        True, "stated_answer", "the response names every part of the gold as one list"
+    return not (
+        listed(resp.text[s : spots[0].start], "") or listed("", resp.text[spots[-1].end : e])
     )
 
 
+_ROMAN = re.compile(r"m{0,3}(?:cm|cd|d?c{0,3})(?:xc|xl|l?x{0,3})(?:ix|iv|v?i{0,3})")
+
+
+_ROMAN_VALUES = {"i": 1, "v": 5, "x": 10, "l": 50, "c": 100, "d": 500, "m": 1000}
+
+
+def _numeral(word: str) -> float | None:
+    """The value of a token in digits or Roman numerals ("2", "ii"), or None for a word."""
+    if word[0].isdigit():
+        try:
+            return float(word)
+        except ValueError:
+            return None
+    if not _ROMAN.fullmatch(word):
+        return None
+    values = [_ROMAN_VALUES[c] for c in word]
+    return float(sum(-v if v < n else v for v, n in zip(values, [*values[1:], 0], strict=True)))
+
+
 def _number_changed(words: tuple[str, ...], gold: tuple[str, ...]) -> bool:
-    """The same name with another number in it ("Blue Yodel No. 2" for "Blue Yodel No. 1")."""
+    """The same name with another number in it ("Blue Yodel No. 2" for "Blue Yodel No. 1").
+
+    Roman numerals count as numbers ("Richard III" for "Richard II", "LXXVIII" for "LXXIX").
+    """
     if len(words) != len(gold) or words == gold or all(w[0].isdigit() for w in gold):
-        return False
+        return False  # a gold that is only digits is a quantity, compared by its own rules
     changed = [i for i, (a, b) in enumerate(zip(words, gold, strict=True)) if a != b]
-    return all(words[i][0].isdigit() and gold[i][0].isdigit() for i in changed)
+    # Digits or Roman numerals ("Richard III" for "Richard II", "LXXVIII" for "LXXIX").
+    values = [(_numeral(words[i]), _numeral(gold[i])) for i in changed]
+    return all(a is not None and b is not None and a != b for a, b in values)
 
 
 def _decide_name(form: GoldForm, resp: Response, question: str) -> RuleVerdict | None:
@@ -332,6 +373,12 @@ def _decide_quantity(form: GoldForm, resp: Response, question: str) -> RuleVerdi
     relation = [(q, compare_quantities(gold, q)) for q in found]
     same = [q for q, r in relation if r == "same"]
     written = resp.text[found[-1].start : found[-1].end]
+    # "Not 282 years: ... 272 years old": the gold's number only ever negated.
+    rejected = [q for q in same if negated(resp, q.start, q.end)]
+    others_plain = not any(negated(resp, q.start, q.end) for q, r in relation if r != "same")
+    if same and rejected == same and others_plain:
+        said = resp.text[same[0].start : same[0].end]
+        return RuleVerdict(False, "rejected_option", f"the response rejects {said!r}")
     if same:
         if any(NEGATION.search(resp.sentence(resp.sentence_of(q.start))) for q in same):
             return None

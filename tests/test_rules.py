@@ -145,6 +145,11 @@ def test_same_date(question, gold, response):
         ("As of August 1, 2024, are there any cities in England that are more populated than "
          "Philadelphia, and which cities are they?", "Yes, London", "Yes, London is one."),
         ("Was the person alive when the party was founded?", "Yes", "Yes, he was."),
+        ("What was the capital of the United States on the day George Washington died?",
+         "Philadelphia, Pennsylvania",
+         "The government sat there from 1790 to 1800, so Philadelphia was the capital that day."),
+        ("What is the atomic number of gold in Roman numerals?", "LXXIX",
+         "Gold's atomic number is 79, which is LXXIX in Roman numerals."),
     ],
 )  # fmt: skip
 def test_stated_answer(question, gold, response):
@@ -158,6 +163,12 @@ def test_stated_answer(question, gold, response):
         (Q_WORLD_CUP, "Italy", "Italy, Germany and France all reached the semi-finals."),
         (Q_WORLD_CUP, "Italy", "It could be Italy."),  # one candidate, not committed
         (Q_WORLD_CUP, "Italy", "The World Cup was won by Italy, not by Germany as many think."),
+        # "the runner-up" is not what the question asks about; neither, to these rules, is
+        # "the winner" for "Who won" (no word in common), so both go to the judge
+        (Q_WORLD_CUP, "Italy", "Spain hosted it; the runner-up was Italy."),
+        (Q_WORLD_CUP, "Italy", "Spain hosted it; the winner was Italy."),
+        ("What was the capital of the United States on the day George Washington died?",
+         "Philadelphia, Pennsylvania", "So Philadelphia was the largest city."),
         (Q_FINLAND, "7 years.", "By 7 years, though some sources say 8 years."),
         (Q_FINLAND, "7 years.", "7 years and 2 months."),  # finer, not another answer
         ("Who was president?", "George Washington", "George Washington University."),
@@ -245,6 +256,10 @@ def test_or_without_a_rival_is_no_hedge(gold, response):
         ("What language is the main character's name in?", "Swahili",
          "People often assume Simba is a Swahili name, but it actually comes from Zulu."),
         (Q_WORLD_CUP, "Italy", "Italy is often said to have won, but it was actually Brazil."),
+        ("How old would he have been?", "282 years",
+         "Not 282 years: the donation came ten years earlier, so he would have been 272."),
+        ("What is the birth year of the American President?", "1961",
+         "It isn't 1961: the president who petted Gli was Bill Clinton, born in 1946."),
     ],
 )  # fmt: skip
 def test_rejected_option(question, gold, response):
@@ -278,6 +293,8 @@ def test_than_outside_the_asked_comparison_is_not_rejected(question, gold, respo
         ("What is the title of the song?", "Blue Yodel No. 1 (T for Texas)", "Blue Yodel No. 2."),
         ("What rank?", "37th", "38th"),
         (Q_FINLAND, "7 years.", "It predates it by 70 years."),
+        ("Who was the king?", "Richard II", "Richard III."),
+        ("What is it in Roman numerals?", "LXXIX", "The answer is LXXVIII."),
     ],
 )  # fmt: skip
 def test_different_number(question, gold, response):
@@ -336,6 +353,10 @@ def test_year_for_full_date(question, gold, response):
     assert verdict(question, gold, response) == (False, "year_for_full_date")
 
 
+def test_the_same_number_in_another_numeral_is_no_different_number():
+    assert verdict("Which game?", "The Last of Us Part II", "The Last of Us Part 2") is None
+
+
 def test_year_for_full_date_abstains_when_a_day_is_written_in_words():
     response = "It was in 2011, on the fifth of February."
     assert verdict("When was it featured?", "February 5, 2011", response) is None
@@ -347,10 +368,28 @@ def test_year_for_full_date_abstains_when_a_day_is_written_in_words():
         ("Miley Cyrus and Billy Ray Cyrus", "Miley Cyrus."),
         ("David Crane and Marta Kauffman", "Marta Kauffman."),
         ("Naruto Uzumaki, Minato Namikaze and Jiraiya.", "Naruto Uzumaki and Minato Namikaze."),
+        ("Steve Jobs, Steve Wozniak and Ronald Wayne",
+         "Apple, which was founded by Steve Jobs and Steve Wozniak."),
+        ("Bridgeton Railway Station and Dalmarnock Railway Station.",
+         "The nearest station to the G40 postcode area is Bridgeton railway station."),
     ],
-)
+)  # fmt: skip
 def test_partial(gold, response):
     assert verdict("Which ones?", gold, response) == (False, "partial")
+
+
+@pytest.mark.parametrize(
+    ("gold", "response"),
+    [
+        ("Miley Cyrus and Billy Ray Cyrus", "Miley Cyrus and her father."),  # open list
+        ("Miley Cyrus and Billy Ray Cyrus", "Miley Cyrus and her dad, Billy Ray."),
+        ("Steve Jobs, Steve Wozniak and Ronald Wayne",
+         "Apple was founded by Steve Jobs and Steve Wozniak (with a third co-founder)."),
+        ("Naruto Uzumaki, Minato Namikaze and Jiraiya.", "Naruto, Minato and Jiraiya."),
+    ],
+)  # fmt: skip
+def test_partial_needs_a_closed_list_and_no_trace_of_the_missing_part(gold, response):
+    assert verdict("Which ones?", gold, response) is None
 
 
 @pytest.mark.parametrize(
