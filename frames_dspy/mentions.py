@@ -24,9 +24,11 @@ __all__ = [
     "Mention",
     "find_mentions",
     "position",
+    "stated",
     "listed",
     "negated",
     "NEGATION",
+    "CONTRAST",
     "HEDGE_WORDS",
     "FUNCTION_WORDS",
 ]
@@ -39,7 +41,7 @@ NEGATION = re.compile(
     r"\b(?:not(?!\s+only\b)|never|neither|nor|none|nobody|nothing|cannot|no(?![.,]?\s*\d))\b|n't\b",
     re.IGNORECASE,
 )
-_CONTRAST = re.compile(
+CONTRAST = re.compile(
     r"\b(?:but|however|although|though|whereas|instead|rather|actually|unlike|than|except|"
     r"wrong|incorrect|mistaken|mistake|misconception|myth|guess|assumed?|contrary|despite)\b",
     re.IGNORECASE,
@@ -50,7 +52,8 @@ HEDGE_WORDS = re.compile(
 )
 _RETRACTION = re.compile(
     r"\b(?:actually|however|instead|correction|rather|alternatively|on second thought|wait|"
-    r"or perhaps|or maybe|or possibly|incorrect|wrong|mistaken)\b",
+    r"or perhaps|or maybe|or possibly|incorrect|wrong|mistaken|but|(?:real|true|correct|right) "
+    r"answer|not sure|unsure|uncertain|not certain)\b",
     re.IGNORECASE,
 )
 
@@ -98,7 +101,7 @@ class Response:
         text = self.sentence(i)
         return not (
             NEGATION.search(text)
-            or _CONTRAST.search(text)
+            or CONTRAST.search(text)
             or HEDGE_WORDS.search(text)
             or text.rstrip().endswith("?")
         )
@@ -126,9 +129,12 @@ FUNCTION_WORDS = word_set(
 
 @dataclass(frozen=True)
 class Mention:
+    """Where a name occurs: character span and the sentence it starts (and ends) in."""
+
     start: int
     end: int
     sent: int
+    end_sent: int = -1
 
 
 def _extends(a: Token, b: Token, text: str, *, after: bool) -> bool:
@@ -151,7 +157,8 @@ def find_mentions(resp: Response, words: tuple[str, ...]) -> list[Mention]:
             continue
         if i + n < len(toks) and _extends(toks[i + n - 1], toks[i + n], resp.text, after=True):
             continue
-        out.append(Mention(toks[i].start, toks[i + n - 1].end, resp.sentence_of(toks[i].start)))
+        start, end = toks[i].start, toks[i + n - 1].end
+        out.append(Mention(start, end, resp.sentence_of(start), resp.sentence_of(end - 1)))
     return out
 
 
@@ -163,9 +170,10 @@ _REJECT_BEFORE = re.compile(
 )
 _THAN_BEFORE = re.compile(r"\bthan\s+(?:(?:to|with|for|in|at|of|the)\s+){0,2}[\"']?$", re.I)
 _REJECT_AFTER = re.compile(
-    r"^[\"']?\s*(?:is|was|are|were|would be|seems?)\s+(?:not\b|n't|wrong|incorrect|mistaken|"
-    r"an?\s+(?:\w+\s+)?(?:guess|misconception|mistake|myth|red herring|error|confusion))|"
-    r"^[\"']?\s*(?:isn't|wasn't|aren't|weren't)\b",
+    r"^(?:\s+[a-z]+){0,2}?[\"']?\s*(?:is|was|are|were|would be|seems?)\s+"
+    r"(?:not\b|n't|wrong|incorrect|mistaken|an?\s+(?:\w+\s+)?(?:guess|misconception|mistake|"
+    r"myth|red herring|error|confusion))|"
+    r"^(?:\s+[a-z]+){0,2}?[\"']?\s*(?:isn't|wasn't|aren't|weren't)\b",
     re.IGNORECASE,
 )
 _BELIEF = re.compile(
@@ -173,12 +181,17 @@ _BELIEF = re.compile(
     r"mistak\w*|confuse[sd]?|often said|commonly said|popularly)\b",
     re.IGNORECASE,
 )
-_CORRECTION = re.compile(r"\b(?:actually|in fact|really|instead|rather|truly|correctly)\b", re.I)
+_CORRECTION = re.compile(
+    r"\b(?:actually|in fact|really|instead|rather|truly|correctly|(?:real|true|correct|right) "
+    r"answer)\b",
+    re.IGNORECASE,
+)
 _COPULA_BEFORE = re.compile(
     r"(?:\b(?:is|was|are|were|be|been|became|becomes|become|remains|remained)|"
     r"\b(?:it|that|this|what|here|there|who|answer)'s)\s+"
     r"(?:(?:called|named|known as|in|at|from|on|by)\s+)?(?:(?:the|a|an)\s+)?[\"'(]?$"
-    r"|\b(?:is|was|are|were|be|been)\s+(?:\w+\s+){1,2}by\s+(?:the\s+)?[\"']?$|:\s*[\"']?$",
+    r"|\b(?:is|was|are|were|be|been)\s+(?P<passive>(?:[\w,]+\s+){1,4})by\s+(?:the\s+)?[\"']?$"
+    r"|:\s*[\"']?$",
     re.IGNORECASE,
 )
 _LEAD = re.compile(
@@ -223,14 +236,25 @@ def _alternative(word: str, words: tuple[str, ...]) -> bool:
 
 
 def negated(resp: Response, start: int, end: int) -> bool:
-    """Whether the words just around a span negate it ("not 282 years", "X isn't right")."""
+    """Whether the words around a span reject it.
+
+    "not 282 years", "1961 isn't right", "2011 is a common guess, but ...", "Some say 1961,
+    but in fact ...": negated, called wrong or a guess, or corrected after "but".
+    """
     s_start, s_end = resp.sentences[resp.sentence_of(start)]
     before, after = resp.text[s_start:start], resp.text[end:s_end]
-    return bool(_REJECT_BEFORE.search(before) or _REJECT_AFTER.search(after))
+    if _REJECT_BEFORE.search(before) or _REJECT_AFTER.search(after):
+        return True
+    but = re.search(r"\bbut\b(.*)$", after, re.IGNORECASE)
+    said = resp.text[start:end].casefold()
+    corrected = but and (_CORRECTION.search(but.group(1)) or _BELIEF.search(before))
+    return bool(corrected) and said not in but.group(1).casefold()
 
 
 def position(resp: Response, m: Mention, words: tuple[str, ...], question: str) -> str:
     """How a mention of the gold stands: asserted, rejected, alternative, listed or neutral."""
+    if m.end_sent != m.sent:
+        return "neutral"  # a gold of two sentences ("Bana Kingdom. 10 Kings.") met in one piece
     s_start, s_end = resp.sentences[m.sent]
     before, after = resp.text[s_start : m.start], resp.text[m.end : s_end]
     if negated(resp, m.start, m.end):
@@ -242,11 +266,6 @@ def position(resp: Response, m: Mention, words: tuple[str, ...], question: str) 
         compared = [w for w in clause if w in ("more", "less", "fewer") or w.endswith("er")]
         if compared and all(w in question.casefold().split() for w in compared):
             return "rejected"
-    # "X is a common guess, but ... actually Y": the clause after "but" corrects the mention.
-    but = re.search(r"\bbut\b(.*)$", after, re.IGNORECASE)
-    corrected = but and (_CORRECTION.search(but.group(1)) or _BELIEF.search(before))
-    if corrected and not _found_between(resp, words, m.end + but.start(), s_end):
-        return "rejected"
     nxt = resp.sentence(m.sent + 1) if m.sent + 1 < len(resp.sentences) else ""
     if _BELIEF.search(before + after) and re.match(_NEXT_CORRECTS, nxt, re.IGNORECASE):
         return "rejected"
@@ -258,23 +277,38 @@ def position(resp: Response, m: Mention, words: tuple[str, ...], question: str) 
             return "alternative"
     if listed(before, after, resp.text[m.start : m.end]):
         return "listed"
-    if not resp.clean(m.sent):
-        return "neutral"
-    if m.sent == 0 and _LEAD.search(before) and _AFTER_ANSWER.match(after):
-        return "asserted"  # "Italy.", "It was Italy, ...", "The answer is Italy (...)"
-    # "... was won by Italy.", "... is LXXIX in Roman numerals." The subject must be a pronoun
-    # or name something the question asks about: "the runner-up was Italy" does not answer
-    # "Who won?".
+    return "asserted" if stated(resp, m.start, m.end, question) else "neutral"
+
+
+def stated(resp: Response, start: int, end: int, question: str) -> bool:
+    """Whether a span sits where an answer is given, in a plain sentence.
+
+    Where: opening the response ("Italy.", "It was Italy, ...", "The answer is Italy (...)");
+    after "is"/"was"/"won by" and closing its clause ("... was won by Italy.", "... is LXXIX in
+    Roman numerals."), with a subject that is a pronoun or names something the question asks
+    about ("the runner-up was Italy" does not answer "Who won?"); or after "so"/"therefore"
+    with the role the question asks for ("so Philadelphia was the capital on that day").
+    """
+    i = resp.sentence_of(start)
+    if not resp.clean(i) or resp.sentence_of(max(start, end - 1)) != i:
+        return False
+    s_start, s_end = resp.sentences[i]
+    before, after = resp.text[s_start:start], resp.text[end:s_end]
+    if i == 0 and _LEAD.search(before) and _AFTER_ANSWER.match(after):
+        return True
     copula = _COPULA_BEFORE.search(before)
     closes = _AFTER_ANSWER.match(after) or _PLACE_TIME.match(after)
-    if copula and closes and _subject_asked(before[: copula.start()], question):
-        return "asserted"
+    # "Apple was founded in 1976 by X" answers "Who founded that brand?" through its verb.
+    asked = copula and (
+        _subject_asked(before[: copula.start()], question)
+        or (copula.group("passive") and _shares_word(copula.group("passive"), question))
+    )
+    if asked and closes:
+        return True
     if _CONCLUDES.search(before) and (role := _ROLE.match(after)):
-        # "so Philadelphia was the capital on that day": the role must be the one asked for.
         asked = set(re.findall(r"[a-z]+", question.casefold())) - FUNCTION_WORDS
-        if asked & set(role.group(1).casefold().split()):
-            return "asserted"
-    return "neutral"
+        return bool(asked & set(role.group(1).casefold().split()))
+    return False
 
 
 _ARTICLES = word_set("a an the")
@@ -290,13 +324,16 @@ def _subject_asked(clause: str, question: str) -> bool:
     words = set(re.findall(r"[a-z]+", clause.casefold())) - FUNCTION_WORDS - _ARTICLES
     if not words - _PRONOUN_SUBJECT:
         return True
-    asked = set(re.findall(r"[a-z]+", question.casefold())) - FUNCTION_WORDS - _ARTICLES
-    asked = {w[:5] for w in asked}
-    return bool({w[:5] for w in words} & asked)
+    return _shares_word(" ".join(words), question)
 
 
-def _found_between(resp: Response, words: tuple[str, ...], start: int, end: int) -> bool:
-    return any(start <= m.start < end for m in find_mentions(resp, words))
+def _shares_word(text: str, question: str) -> bool:
+    """Whether a content word of ``text`` is in the question (first five letters compared)."""
+
+    def stems(t: str) -> set[str]:
+        return {w[:5] for w in re.findall(r"[a-z]+", t.casefold())} - FUNCTION_WORDS - _ARTICLES
+
+    return bool(stems(text) & stems(question))
 
 
 _NAME_RUN = r"[A-Z][\w'.-]*(?:\s+(?:of\s+|de\s+|the\s+)?[A-Z][\w'.-]*)*"

@@ -23,6 +23,7 @@ from frames_dspy.answer_forms import Quantity, compare_quantities, fold, parse_d
 from frames_dspy.answer_forms import parse_quantities as _quantities
 from frames_dspy.gold_forms import GoldForm, Part, analyse_gold, norm_tokens, tokens, word_set
 from frames_dspy.mentions import (
+    CONTRAST,
     FUNCTION_WORDS,
     HEDGE_WORDS,
     NEGATION,
@@ -31,8 +32,10 @@ from frames_dspy.mentions import (
     listed,
     negated,
     position,
+    stated,
 )
 from frames_dspy.place_names import is_place_name
+from frames_dspy.units import UNIT_WORDS
 
 __all__ = ["RuleVerdict", "RULES", "decide"]
 
@@ -185,6 +188,8 @@ def _decide_list(form: GoldForm, resp: Response, question: str) -> RuleVerdict |
     if not spots or not _one_list(resp, spots) or resp.retracted_after(spots[0].sent):
         return None
     if len(named) == len(parts):
+        if not stated(resp, spots[0].start, spots[-1].end, question):
+            return None
         why = "the response names every part of the gold as one list"
         return RuleVerdict(True, "stated_answer", why)
     # Partial only when the list is closed ("... founded by Steve Jobs and Steve Wozniak.", not
@@ -279,7 +284,7 @@ def _decide_name(form: GoldForm, resp: Response, question: str) -> RuleVerdict |
 
 
 def _decide_yes_no(form: GoldForm, resp: Response, question: str) -> RuleVerdict | None:
-    m = re.match(r"^\W*(yes|no)\b(?!\s+one\b)(?![.,]?\s*\d)", resp.text, re.IGNORECASE)
+    m = re.match(r"^\W*(yes|no)\b(?!\s+one\b)(?![.,]?\s*\d)(?!\s*\?)", resp.text, re.IGNORECASE)
     if m is None:
         return None
     said, other = m.group(1).casefold(), "no" if form.polarity == "yes" else "yes"
@@ -290,6 +295,8 @@ def _decide_yes_no(form: GoldForm, resp: Response, question: str) -> RuleVerdict
         return RuleVerdict(False, "opposite_yes_no", why)
     if HEDGE_WORDS.search(resp.unquoted) or re.search(rf"\b{other}\b", resp.text[m.end() :], re.I):
         return None  # "Yes and no", "Yes, possibly"
+    if CONTRAST.search(resp.unquoted):
+        return None  # "Yes is a common guess, but ..."
     if form.parts:
         part = form.parts[0]
         where = [position(resp, x, part.main, question) for x in find_mentions(resp, part.main)]
@@ -365,6 +372,71 @@ _CONCLUSION = re.compile(
 )
 
 
+def _plain(resp: Response, start: int, end: int) -> bool:
+    """A number or date stated plainly as the answer.
+
+    Its sentence has no negation, hedge or contrast ("than" aside) and is no question; it is not
+    in a range ("between"), not listed beside a name and not taken back by a later sentence
+    ("However, ...", "I'm not sure which.").
+    """
+    i = resp.sentence_of(start)
+    sentence = resp.sentence(i)
+    s_start, s_end = resp.sentences[i]
+    before, after = resp.text[s_start:start], resp.text[end:s_end]
+    contrast = [w for w in CONTRAST.findall(sentence) if w.casefold() != "than"]
+    return not (
+        contrast
+        or negated(resp, start, end)
+        or NEGATION.search(sentence)
+        or HEDGE_WORDS.search(sentence)
+        or sentence.rstrip().endswith("?")
+        or re.search(r"\bbetween\b", before, re.IGNORECASE)  # a range or a choice
+        or listed(before, after, resp.text[start:end])  # "Laraine Newman and 83"
+        or re.search(r"\b(?:and|&)\s*$", before)  # "1858 and 109 times"
+        or re.match(r"^\s*(?:and|&)\s+\S", after)
+        or resp.retracted_after(i)
+    )
+
+
+_CLAUSE_TEXT = r"(?:[^.;!?]|\.(?=\d))"  # up to the end of the clause; "0.49" is one number
+_ANSWER_STATEMENT = re.compile(
+    r"(?:^\W*(?:it is|it's|it was)|\b(?:the )?(?:correct |final |real |right )?answer(?: is|:)|"
+    rf"\bi would (?:pick|choose|say))\s+({_CLAUSE_TEXT}+)"
+    rf"|({_CLAUSE_TEXT}+?)\s+is the (?:correct |final |right )?answer\b",
+    re.IGNORECASE,
+)
+
+
+def _answers_elsewhere(resp: Response, found: list) -> bool:
+    """The response names its answer explicitly, and none of ``found`` is in it.
+
+    "Laraine Newman is the answer; 83 was the runner-up" gives 83, but not as its answer.
+    """
+    spans = [m.span(1) if m.group(1) else m.span(2) for m in _ANSWER_STATEMENT.finditer(resp.text)]
+    inside = any(s <= f.start and f.end <= e for f in found for s, e in spans)
+    return bool(spans) and not inside
+
+
+_ASKED_UNIT = {
+    "calendar": r"\b(?:years?|months?|decades?|centur\w+|old|age)\b",
+    "duration": r"\b(?:days?|hours?|minutes?|seconds?|weeks?|long)\b",
+    "percent": r"\b(?:percent\w*|%)",
+}
+
+
+def _unit_asked(q: Quantity, question: str) -> bool:
+    """Whether the question asks for the kind of quantity the response's unit measures."""
+    dimension = q.dimension
+    if dimension.startswith("money"):
+        pattern = r"\b(?:much|cost|price|worth|gross\w*|earn\w*|revenue|paid|sold|dollars?)\b"
+    else:
+        pattern = _ASKED_UNIT.get(dimension)
+    if pattern is None:  # lengths, masses...: the unit itself must be named
+        spellings = [w for w, u in UNIT_WORDS.items() if u == q.unit and len(w) > 2]
+        pattern = r"\b(?:" + "|".join(map(re.escape, spellings or [q.unit])) + r")\b"
+    return bool(re.search(pattern, question, re.IGNORECASE))
+
+
 def _decide_quantity(form: GoldForm, resp: Response, question: str) -> RuleVerdict | None:
     gold = form.quantity
     found = _candidates(form, resp, question)
@@ -380,10 +452,10 @@ def _decide_quantity(form: GoldForm, resp: Response, question: str) -> RuleVerdi
         said = resp.text[same[0].start : same[0].end]
         return RuleVerdict(False, "rejected_option", f"the response rejects {said!r}")
     if same:
-        if any(NEGATION.search(resp.sentence(resp.sentence_of(q.start))) for q in same):
+        if not all(_plain(resp, q.start, q.end) for q in same) or _answers_elsewhere(resp, same):
             return None
-        if any(HEDGE_WORDS.search(resp.sentence(resp.sentence_of(q.start))) for q in same):
-            return None
+        if any(q.unit and not gold.unit and not _unit_asked(q, question) for q in same):
+            return None  # "7 years" for a bare 7: right only if the question asks in years
         if gold.value in {q.value for q in _quantities(question)} and len(resp.toks) > 6:
             return None  # the response may only repeat the question's number
         others = [q for q, r in relation if r != "same"]
@@ -427,9 +499,11 @@ def _decide_date(form: GoldForm, resp: Response, question: str) -> RuleVerdict |
         return None
     written = resp.text[full[0].start : full[0].end] if full else ""
     if same and not other:
-        if any(HEDGE_WORDS.search(resp.sentence(i)) for i in sentences):
+        if not all(_plain(resp, d.start, d.end) for d in same) or _answers_elsewhere(resp, same):
             return None
         return RuleVerdict(True, "same_date", f"the response commits to {written!r}")
+    if any(negated(resp, d.start, d.end) for d in other):
+        return None
     if other and not same:
         return RuleVerdict(False, "different_date", f"the response commits to {written!r}")
     if full or not gold.day:

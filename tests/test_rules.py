@@ -482,3 +482,46 @@ def test_rules_on_the_labelled_judge_items(judge_labels):
     assert report.items == len(items) > 0
     assert report.coverage >= 0.6, report.summary()
     assert report.precision >= 0.97, report.summary()
+
+
+# --- a number or name that is not given as the answer ----------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("question", "gold", "response"),
+    [
+        ("How many?", "83", "I considered 83 and Laraine Newman; I'm not sure which."),
+        ("How many?", "83", "Laraine Newman is the answer; 83 was the runner-up."),
+        ("How many?", "83", "83? No, it is 85."),
+        ("How many?", "83", "Between 83 and 85, I would pick 85."),
+        ("How many?", "83", "Bronze medalist and 83."),
+        ("When was it?", "November 24, 1921", "November 24, 1921 is a common guess, but the real "
+         "answer is different."),
+        ("Was he alive?", "Yes", "Yes is a common guess, but the real answer is different."),
+        ("Which states?", "Victoria and Tasmania",
+         "Stephen Schwartz is the answer; Victoria and Tasmania was the runner-up."),
+        ("How many times did it happen?", "Seven", "7 years."),  # the question asks no years
+    ],
+)  # fmt: skip
+def test_a_gold_value_not_given_as_the_answer_is_never_true(question, gold, response):
+    assert verdict(question, gold, response) not in ((True, r) for r in RULES)
+
+
+@pytest.mark.parametrize(
+    ("question", "gold", "response", "rule"),
+    [
+        ("When was the state founded?", "1818", "The fireboat that sank in 1908 was the "
+         "Illinois. The state was admitted to the Union in 1818, so the answer is 1818.",
+         "same_quantity"),
+        ("How many years after publishing his paper did John Snow make the connection?",
+         "Seven", "7 years.", "same_quantity"),
+        ("Who founded that brand?", "Steve Jobs, Steve Wozniak and Ronald Wayne",
+         "The brand was Apple. Apple was founded in 1976 by Steve Jobs, Steve Wozniak and "
+         "Ronald Wayne.", "stated_answer"),
+        ("How old was he?", "140 years old.", "140 years old is a common guess, but the real "
+         "answer is different.", None),
+    ],
+)  # fmt: skip
+def test_the_gold_value_given_as_the_answer(question, gold, response, rule):
+    expected = (True, rule) if rule else (False, "rejected_option")
+    assert verdict(question, gold, response) == expected
