@@ -466,6 +466,8 @@ def compare_quantities(gold: Quantity, response: Quantity) -> str:
     bare = not r_dim or not g_dim
     if bare and not gold.parts and not response.parts:
         g_value, r_value = gold.value, response.value
+        if "percent" in (g_dim, r_dim) and (g_value / 100 == r_value or g_value == r_value / 100):
+            return "same"  # 75.68% written as the fraction 0.7568
     elif g_dim == r_dim and (gold.system == response.system or not gold.system):
         g_measure, r_measure = gold.measure(), response.measure()
         if g_measure == r_measure:

@@ -237,8 +237,8 @@ def _numeral(word: str) -> float | None:
             return float(word)
         except ValueError:
             return None
-    if not _ROMAN.fullmatch(word):
-        return None
+    if not _ROMAN.fullmatch(word) or (len(word) == 1 and word not in "ivx"):
+        return None  # a lone C, D, L or M is an initial ("Dwight D Eisenhower")
     values = [_ROMAN_VALUES[c] for c in word]
     return float(sum(-v if v < n else v for v, n in zip(values, [*values[1:], 0], strict=True)))
 
@@ -485,9 +485,10 @@ def _decide_date(form: GoldForm, resp: Response, question: str) -> RuleVerdict |
         for d in parse_dates(resp.text)
         if (d.year, d.month, d.day) not in asked and not resp.in_quotes(d.start)
     ]
-    for m in re.finditer(r"\b(\d{1,2})[/.](\d{1,2})[/.]\d{2,4}\b", resp.text):
-        if int(m[1]) <= 12 and int(m[2]) <= 12 and m[1] != m[2]:
-            return None  # 05/02/2011 may be either day first or month first
+    parsed = [(d.start, d.end) for d in parse_dates(resp.text)]
+    for m in re.finditer(r"\b\d{1,2}[/.-]\d{1,2}[/.-]\d{2,4}\b", resp.text):
+        if not any(s <= m.start() < e for s, e in parsed):
+            return None  # 05/02/2011 (day or month first?), 25.08.1972: not read, so not sure
     full = [d for d in dates if d.day]
     same = [d for d in full if (d.month, d.day) == (gold.month, gold.day)]
     if any(gold.year and d.year is None for d in same):

@@ -103,6 +103,7 @@ def test_exact(gold, response):
         ("How much did the film gross in its initial run?",
          "Donnie Darko grossed $517,375 in its initial run at the box office. ",
          "It grossed 517,375 US dollars."),
+        ("What percentage?", "75.68%", "0.7568"),
     ],
 )  # fmt: skip
 def test_same_quantity(question, gold, response):
@@ -175,6 +176,9 @@ def test_stated_answer(question, gold, response):
         ("Who directed it?", "Lynch", "David Lynch."),
         ("What is the title?", "Blue Yodel No. 1 (T for Texas)", "Blue Yodel No. 1"),
         ("When was it featured?", "February 5, 2011", "05/02/2011"),  # day or month first?
+        (Q_JOE_WRIGHT, "Joe Wright was born on August 25th, 1972.",
+         "Joe Wright: 25.08.1972; the film came out on 7 September 2005."),  # 25.08.1972 unread
+        ("Who?", "Dwight D Eisenhower", "Dwight C Eisenhower"),  # an initial, not a numeral
     ],
 )  # fmt: skip
 def test_true_rules_abstain_when_not_sure(question, gold, response):
