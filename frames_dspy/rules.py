@@ -16,10 +16,17 @@ The rules are general: they read the form of the gold answer and the response (s
 from __future__ import annotations
 
 import re
+from collections.abc import Sequence
 from dataclasses import dataclass
 from decimal import Decimal
 
-from frames_dspy.answer_forms import Quantity, compare_quantities, fold, parse_dates
+from frames_dspy.answer_forms import (
+    DateMention,
+    Quantity,
+    compare_quantities,
+    fold,
+    parse_dates,
+)
 from frames_dspy.answer_forms import parse_quantities as _quantities
 from frames_dspy.gold_forms import GoldForm, Part, analyse_gold, norm_tokens, tokens, word_set
 from frames_dspy.mentions import (
@@ -27,6 +34,7 @@ from frames_dspy.mentions import (
     FUNCTION_WORDS,
     HEDGE_WORDS,
     NEGATION,
+    Mention,
     Response,
     find_mentions,
     listed,
@@ -92,11 +100,19 @@ _COMMITS = re.compile(
 )
 
 
+_GIVES_ANSWER = re.compile(
+    r"\b(?:it is|it's|it was|the answer is|answer:|i'd say|i would say|my answer is)\s+"
+    r"(?!not\b|unclear|impossible|possible|difficult|hard|unknown)",
+    re.IGNORECASE,
+)
+
+
 def _refusal(resp: Response, present: bool) -> RuleVerdict | None:
     text = resp.unquoted
     refused = _REFUSAL.search(text) or (NEGATION.search(text) and _ENOUGH_TO_SAY.search(text))
-    # A refusal followed by a guess ("I can't be sure, but it is X") commits to that guess.
-    if not refused or present or _COMMITS.search(text):
+    # A refusal with a guess ("I can't be sure, but it is X"; "I can't say for certain. It is
+    # KFC.") commits to that guess, which may be a paraphrase of the gold.
+    if not refused or present or _COMMITS.search(text) or _GIVES_ANSWER.search(text):
         return None
     return RuleVerdict(False, "refusal", f"the response declines to answer ({refused.group()!r})")
 
@@ -210,7 +226,7 @@ def _decide_list(form: GoldForm, resp: Response, question: str) -> RuleVerdict |
     return RuleVerdict(False, "partial", why + ", ".join(repr(p.text) for p in missing))
 
 
-def _one_list(resp: Response, spots: list) -> bool:
+def _one_list(resp: Response, spots: list[Mention]) -> bool:
     """The mentions form one list in one plain sentence, with no other name listed beside it."""
     if len({m.sent for m in spots}) != 1 or not resp.clean(spots[0].sent):
         return False
@@ -225,8 +241,6 @@ def _one_list(resp: Response, spots: list) -> bool:
 
 
 _ROMAN = re.compile(r"m{0,3}(?:cm|cd|d?c{0,3})(?:xc|xl|l?x{0,3})(?:ix|iv|v?i{0,3})")
-
-
 _ROMAN_VALUES = {"i": 1, "v": 5, "x": 10, "l": 50, "c": 100, "d": 500, "m": 1000}
 
 
@@ -251,7 +265,6 @@ def _number_changed(words: tuple[str, ...], gold: tuple[str, ...]) -> bool:
     if len(words) != len(gold) or words == gold or all(w[0].isdigit() for w in gold):
         return False  # a gold that is only digits is a quantity, compared by its own rules
     changed = [i for i, (a, b) in enumerate(zip(words, gold, strict=True)) if a != b]
-    # Digits or Roman numerals ("Richard III" for "Richard II", "LXXVIII" for "LXXIX").
     values = [(_numeral(words[i]), _numeral(gold[i])) for i in changed]
     return all(a is not None and b is not None and a != b for a, b in values)
 
@@ -407,7 +420,7 @@ _ANSWER_STATEMENT = re.compile(
 )
 
 
-def _answers_elsewhere(resp: Response, found: list) -> bool:
+def _answers_elsewhere(resp: Response, found: Sequence[Quantity | DateMention]) -> bool:
     """The response names its answer explicitly, and none of ``found`` is in it.
 
     "Laraine Newman is the answer; 83 was the runner-up" gives 83, but not as its answer.

@@ -213,6 +213,7 @@ def test_refusal(response):
         ("Italy", "I don't know, but I'd guess Italy."),  # a guess is an answer
         ("Kentucky Fried Chicken", "I'm not sure, but I believe it's KFC."),
         ("Italy", "Brazil were unable to defend their title; the Argentine side won."),
+        ("Kentucky Fried Chicken", "I can't say for certain. It is KFC."),
     ],
 )
 def test_refusal_needs_no_answer_given(gold, response):
