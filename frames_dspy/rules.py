@@ -37,9 +37,11 @@ from frames_dspy.mentions import (
     Mention,
     Response,
     find_mentions,
+    hedge,
     listed,
     negated,
     position,
+    refusal,
     stated,
 )
 from frames_dspy.place_names import is_place_name
@@ -78,83 +80,17 @@ RULES: dict[str, str] = {
 
 # --- response-wide rules ---------------------------------------------------------------------
 
-_REFUSAL = re.compile(
-    r"\b(?:i|we)(?:'m|'re| am| are)?\s+(?:currently\s+|simply\s+)?(?:unable|not able)\s+to\b"
-    r"|\b(?:it is|it's|it was)\s+(?:not possible|impossible)\s+(?:for me\s+)?to\b"
-    r"|\b(?:i|we)\s+(?:can ?not|can't|could ?not|couldn't|do not|don't|did not|didn't)\s+"
-    r"(?:reliably\s+|definitively\s+|accurately\s+|currently\s+)?(?:know|find|determine|say|tell|"
-    r"identify|answer|provide|confirm|verify|calculate|look|access|locate|pinpoint|work out|"
-    r"figure|give|have|recall|browse)\b"
-    r"|\b(?:can ?not|can't|impossible to|not possible to|no way to)\s+(?:be\s+)?(?:determined?|"
-    r"answer(?:ed)?|say|tell|identif(?:y|ied)|know|known|calculated?|confirmed?|verif(?:y|ied))\b"
-    r"|\b(?:not enough|insufficient|lack of|lacking|no reliable|without (?:more|further))\s+"
-    r"(?:\w+\s+){0,2}(?:information|data|details|context|evidence|records|sources)\b",
-    re.IGNORECASE,
-)
-_ENOUGH_TO_SAY = re.compile(r"\benough\b.{0,40}\bfor me to\b", re.IGNORECASE)
-_COMMITS = re.compile(
-    r"\b(?:but|however|though|although|likely|probably|perhaps|possibly|presumably|seems|"
-    r"appears|best guess|my guess|if i had to|might be|may be|could be|i (?:think|believe|"
-    r"suspect|guess))\b",
-    re.IGNORECASE,
-)
-
-
-_GIVES_ANSWER = re.compile(
-    r"\b(?:it is|it's|it was|the answer is|answer:|i'd say|i would say|my answer is)\s+"
-    r"(?!not\b|unclear|impossible|possible|difficult|hard|unknown)",
-    re.IGNORECASE,
-)
-
 
 def _refusal(resp: Response, present: bool) -> RuleVerdict | None:
-    text = resp.unquoted
-    refused = _REFUSAL.search(text) or (NEGATION.search(text) and _ENOUGH_TO_SAY.search(text))
-    # A refusal with a guess ("I can't be sure, but it is X"; "I can't say for certain. It is
-    # KFC.") commits to that guess, which may be a paraphrase of the gold.
-    if not refused or present or _COMMITS.search(text) or _GIVES_ANSWER.search(text):
+    if present or (phrase := refusal(resp)) is None:
         return None
-    return RuleVerdict(False, "refusal", f"the response declines to answer ({refused.group()!r})")
-
-
-_EITHER = re.compile(
-    r"\beither\b(?!\s+(?:way|of|one|side|case)\b)(?:[^.;!?]|\.(?=\d))*\bor\b", re.IGNORECASE
-)
-_MAYBE = re.compile(
-    r"\b(?:possibly|perhaps|maybe|might be|could be|could also|may be|may also|alternatively)\b",
-    re.IGNORECASE,
-)
-_DEPENDS = re.compile(
-    r"\b(?:sources (?:differ|vary|disagree)|depending on|it depends)\b", re.IGNORECASE
-)
+    return RuleVerdict(False, "refusal", f"the response declines to answer ({phrase!r})")
 
 
 def _hedge(form: GoldForm, resp: Response, question: str) -> RuleVerdict | None:
-    """Two or more candidates offered: "either A or B", "could be A or B", "7 or 8 years"."""
-    if form.has_or:
-        return None  # the gold itself reads "A or B"
-    text = resp.unquoted
-    why = None
-    if (m := _EITHER.search(text)) and not re.search(r"\beither\b", question, re.I):
-        why = f"it offers alternatives ({m.group()!r})"
-    elif len(_MAYBE.findall(text)) >= 2:
-        why = "it offers candidates with several hedges (" + ", ".join(_MAYBE.findall(text)) + ")"
-    elif any(
-        _DEPENDS.search(s) and re.search(r"\bor\b", s)
-        for s in map(resp.sentence, range(len(resp.sentences)))
-    ):
-        why = "it says the answer depends and names alternatives"
-    elif re.search(r"\b(?:could|might|may) (?:be|have been)\b[^.;!?]*\bor\b", text):
-        why = "it says the answer could be one or another"
-    else:
-        values = [(q.start, q.end) for q in resp.quantities if not q.weak]
-        values += [(d.start, d.end) for d in parse_dates(resp.text)]
-        values.sort()
-        for (_, e1), (s2, _) in zip(values, values[1:], strict=False):
-            if re.fullmatch(r"\s+or\s+(?:perhaps\s+|possibly\s+|maybe\s+)?", resp.text[e1:s2]):
-                why = f"it offers two values ({resp.text[values[0][0] : s2 + 8]!r}...)"
-                break
-    return RuleVerdict(False, "hedge", f"the response does not commit: {why}") if why else None
+    if form.has_or or (why := hedge(resp, question)) is None:
+        return None  # a gold that itself reads "A or B" makes "or" no sign of a hedge
+    return RuleVerdict(False, "hedge", f"the response does not commit: {why}")
 
 
 # --- per kind of gold ------------------------------------------------------------------------
