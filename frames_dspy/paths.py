@@ -5,6 +5,9 @@
 CI set it to the shared offline data. Without it the dataset comes from the Hugging Face hub and
 a corpus must be given explicitly. ``FRAMES_DSPY_CACHE`` moves the cache (BM25 indexes);
 ``FRAMES_DSPY_MODEL_DIR`` (see ``frames_dspy.lm``) moves the assembled model files.
+``FRAMES_JUDGE_LABELS`` names a JSONL of hand-labelled autorater items (question, gold, response,
+label, kind) against which the answer rules and judges are measured; tests set it to
+``../shared/data/judge_dev/judge_dev.jsonl``.
 """
 
 from __future__ import annotations
@@ -14,6 +17,7 @@ from pathlib import Path
 
 DATA_DIR_ENV = "FRAMES_DATA_DIR"
 CACHE_DIR_ENV = "FRAMES_DSPY_CACHE"
+JUDGE_LABELS_ENV = "FRAMES_JUDGE_LABELS"
 HUB_DATASET = "google/frames-benchmark"
 
 _LAYOUT = {
@@ -39,6 +43,15 @@ def data_file(kind: str) -> Path | None:
         return None
     path = root / _LAYOUT[kind]
     return path if path.exists() else None
+
+
+def judge_labels_file() -> Path | None:
+    """The labelled judge JSONL named by ``FRAMES_JUDGE_LABELS``, or None if unset or missing."""
+    value = os.environ.get(JUDGE_LABELS_ENV)
+    if not value:
+        return None
+    path = Path(value).expanduser()
+    return path if path.is_file() else None
 
 
 def default_dataset() -> str:

@@ -1,4 +1,4 @@
-"""Shared test set-up: an isolated DSPy cache, clean DSPy settings, and the data folder.
+"""Shared test set-up: an isolated DSPy cache, clean DSPy settings, the data folder and labels.
 
 DSPY_CACHEDIR must be set before dspy is first imported, so a cached answer from an earlier run
 can never hide a broken code path.
@@ -27,6 +27,9 @@ FIXTURES = Path(__file__).parent / "fixtures"
 _SHARED = REPO.parent / "shared" / "data" / "raw"
 if "FRAMES_DATA_DIR" not in os.environ and _SHARED.is_dir():
     os.environ["FRAMES_DATA_DIR"] = str(_SHARED)
+_JUDGE_LABELS = REPO.parent / "shared" / "data" / "judge_dev" / "judge_dev.jsonl"
+if "FRAMES_JUDGE_LABELS" not in os.environ and _JUDGE_LABELS.is_file():
+    os.environ["FRAMES_JUDGE_LABELS"] = str(_JUDGE_LABELS)
 
 
 @pytest.fixture(autouse=True)
@@ -49,6 +52,19 @@ def data_dir() -> Path:
         pytest.fail(
             "real-data tests need FRAMES_DATA_DIR pointing at a folder laid out like "
             "shared/data/raw (frames/, frames_wiki/, distractor_wiki_summaries/); "
+            "run `pytest -m 'not real'` for the offline suite only"
+        )
+    return Path(value)
+
+
+@pytest.fixture(scope="session")
+def judge_labels() -> Path:
+    """The labelled judge items; tests marked ``real`` fail loudly if the file is absent."""
+    value = os.environ.get("FRAMES_JUDGE_LABELS")
+    if not value or not Path(value).is_file():
+        pytest.fail(
+            "judge-label tests need FRAMES_JUDGE_LABELS naming a JSONL of labelled items "
+            "(question, gold, response, label, kind), e.g. shared/data/judge_dev/judge_dev.jsonl; "
             "run `pytest -m 'not real'` for the offline suite only"
         )
     return Path(value)

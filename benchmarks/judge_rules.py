@@ -1,0 +1,160 @@
+"""How the deterministic autorater rules do on hand-labelled items: coverage and precision.
+
+Run ``python -m benchmarks.judge_rules [--labels FILE] [--seed 0] [--json] [--show wrong]`` with
+``FRAMES_JUDGE_LABELS`` naming the labelled JSONL (in this workspace
+``../shared/data/judge_dev/judge_dev.jsonl``) or ``--labels`` pointing at it.
+
+It prints coverage (the share of items the rules decide) and precision (the share of those
+verdicts that agree with the label) for all items and for the two halves of a split by question
+(sorted question ids shuffled with ``random.Random(seed)``; the first half is the half the rules
+were designed on, the second is held out), then per rule, per response kind, the items the rules
+get wrong and the items they leave to the LM judge. Nothing is written to disk: the labelled
+file is read-only and is never copied.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+from typing import Any
+
+from tabulate import tabulate
+
+from frames_dspy import paths
+from frames_dspy.judge_labels import RulesReport, load_labels, score_rules, split_by_question
+from frames_dspy.rules import RULES
+
+
+def _half(report: RulesReport) -> dict[str, Any]:
+    return {
+        "items": report.items,
+        "decided": report.decided,
+        "correct": report.correct,
+        "coverage": round(report.coverage, 4),
+        "precision": round(report.precision, 4),
+    }
+
+
+def run(labels: Path, seed: int = 0) -> dict[str, Any]:
+    """Score the rules on every item and on both halves; a JSON-ready report."""
+    items = load_labels(labels)
+    design, held_out = split_by_question(items, seed)
+    full = score_rules(items)
+    return {
+        "labels": str(labels),
+        "seed": seed,
+        "all": _half(full),
+        "design": _half(score_rules(design)),
+        "held_out": _half(score_rules(held_out)),
+        "per_rule": {
+            rule: dict(full.per_rule.get(rule, {"verdicts": 0, "correct": 0})) for rule in RULES
+        },
+        "per_kind": {kind: dict(c) for kind, c in sorted(full.per_kind.items())},
+        "wrong": [
+            {
+                "case": i.case,
+                "kind": i.kind,
+                "label": i.label,
+                "rule": v.rule,
+                "reason": v.reason,
+                "gold": i.gold,
+                "response": i.response,
+            }
+            for i, v in full.wrong
+        ],
+        "abstained": [
+            {
+                "case": i.case,
+                "kind": i.kind,
+                "label": i.label,
+                "gold": i.gold,
+                "response": i.response,
+            }
+            for i in full.abstained
+        ],
+    }
+
+
+def render(report: dict[str, Any], show: str = "wrong") -> str:
+    """Markdown tables of a :func:`run` report."""
+    named = (("all", "all"), ("design half", "design"), ("held-out half", "held_out"))
+    halves = [
+        [
+            name,
+            h["items"],
+            h["decided"],
+            h["correct"],
+            f"{h['coverage']:.3f}",
+            f"{h['precision']:.3f}",
+        ]
+        for name, h in ((name, report[key]) for name, key in named)
+    ]
+    out = [
+        f"labels: {report['labels']} (split seed {report['seed']})",
+        "",
+        tabulate(halves, ["items", "n", "decided", "correct", "coverage", "precision"], "github"),
+        "",
+        tabulate(
+            [[r, c["verdicts"], c["correct"], RULES[r]] for r, c in report["per_rule"].items()],
+            ["rule", "verdicts", "correct", "what it decides"],
+            "github",
+        ),
+        "",
+        tabulate(
+            [
+                [
+                    k,
+                    c.get("items", 0),
+                    c.get("decided", 0),
+                    c.get("correct", 0),
+                    c.get("abstained", 0),
+                ]
+                for k, c in report["per_kind"].items()
+            ],
+            ["kind", "items", "decided", "correct", "abstained"],
+            "github",
+        ),
+        "",
+        f"wrong verdicts: {len(report['wrong'])}",
+    ]
+    rows = report["wrong"] if show in ("wrong", "all") else []
+    rows += report["abstained"] if show in ("abstained", "all") else []
+    for row in rows:
+        rule = row.get("rule", "abstain")
+        out.append(
+            f"- case {row['case']} [{row['kind']}, label {row['label']}] {rule}: "
+            f"gold {row['gold'][:70]!r} / response {row['response'][:120]!r}"
+        )
+    return "\n".join(out)
+
+
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument(
+        "--labels",
+        type=Path,
+        default=None,
+        help=f"labelled JSONL (default: ${paths.JUDGE_LABELS_ENV})",
+    )
+    parser.add_argument("--seed", type=int, default=0, help="seed of the split by question")
+    parser.add_argument("--json", action="store_true", help="print one JSON object")
+    parser.add_argument(
+        "--show",
+        choices=("none", "wrong", "abstained", "all"),
+        default="wrong",
+        help="which items to list after the tables",
+    )
+    args = parser.parse_args(argv)
+    labels = args.labels or paths.judge_labels_file()
+    if labels is None or not Path(labels).is_file():
+        sys.exit(
+            f"no labelled file: pass --labels FILE or set {paths.JUDGE_LABELS_ENV} (got {labels!s})"
+        )
+    report = run(Path(labels), args.seed)
+    print(json.dumps(report, indent=2) if args.json else render(report, args.show))
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,165 @@
+"""Hand-labelled autorater items, and how well a decider does on them.
+
+A labelled file (``FRAMES_JUDGE_LABELS``, see :mod:`frames_dspy.paths`) is JSONL with one item
+a line: ``question``, ``gold``, ``response``, ``label`` (true when the response is correct),
+``kind`` (what sort of response it is: exact, paraphrase, hedge, ...) and optionally ``id``
+(the FRAMES question id) and ``case``. :func:`score_rules` measures a decider that may abstain
+(the rules of :mod:`frames_dspy.rules`): how many items it decides (coverage) and how many of
+those it gets right (precision), per rule and per kind. :func:`split_by_question` cuts the items
+into two halves by question, so rules designed on one half can be measured on the other.
+"""
+
+from __future__ import annotations
+
+import json
+import random
+from collections import Counter
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from frames_dspy.rules import RuleVerdict, decide
+
+__all__ = ["LabelledItem", "RulesReport", "load_labels", "split_by_question", "score_rules"]
+
+_REQUIRED = ("question", "gold", "response", "label")
+
+
+@dataclass(frozen=True)
+class LabelledItem:
+    """One labelled response to a FRAMES question."""
+
+    question: str
+    gold: str
+    response: str
+    label: bool
+    kind: str = ""
+    id: int | None = None
+    case: int | None = None
+
+
+def load_labels(path: str | Path) -> list[LabelledItem]:
+    """Read a labelled JSONL file.
+
+    Raises:
+        FileNotFoundError: ``path`` does not exist.
+        ValueError: a line is not JSON, lacks a required field, or its label is not a boolean.
+    """
+    path = Path(path)
+    items = []
+    with path.open(encoding="utf-8") as handle:
+        for number, line in enumerate(handle, 1):
+            if not line.strip():
+                continue
+            try:
+                row = json.loads(line)
+            except json.JSONDecodeError as err:
+                raise ValueError(f"{path}:{number} is not JSON ({err}); fix or remove it") from err
+            missing = [k for k in _REQUIRED if k not in row]
+            if missing:
+                raise ValueError(f"{path}:{number} lacks {missing}; every item needs {_REQUIRED}")
+            if not isinstance(row["label"], bool):
+                raise ValueError(
+                    f"{path}:{number} has label {row['label']!r}; use true or false (JSON booleans)"
+                )
+            items.append(
+                LabelledItem(
+                    question=str(row["question"]),
+                    gold=str(row["gold"]),
+                    response=str(row["response"]),
+                    label=row["label"],
+                    kind=str(row.get("kind", "")),
+                    id=row.get("id"),
+                    case=row.get("case"),
+                )
+            )
+    return items
+
+
+def split_by_question(
+    items: Sequence[LabelledItem], seed: int = 0
+) -> tuple[list[LabelledItem], list[LabelledItem]]:
+    """Two halves of the items with no question in both (design half first).
+
+    The sorted question ids (the question text where an item has no id) are shuffled with
+    ``random.Random(seed)``; the first half of them makes the design half.
+    """
+    keys = list({_key(item) for item in items})
+    # Integer ids sort as numbers (6 before 14); question texts, where ids are missing, as text.
+    keys.sort(key=lambda k: (isinstance(k, str), k if isinstance(k, int) else 0, str(k)))
+    random.Random(seed).shuffle(keys)
+    design = set(keys[: len(keys) // 2])
+    return (
+        [item for item in items if _key(item) in design],
+        [item for item in items if _key(item) not in design],
+    )
+
+
+def _key(item: LabelledItem) -> int | str:
+    return item.id if item.id is not None else item.question
+
+
+@dataclass
+class RulesReport:
+    """How a decider that may abstain does on labelled items.
+
+    Attributes:
+        items: Items scored.
+        decided: Items the decider gave a verdict on.
+        correct: Verdicts that agree with the label.
+        per_rule: rule -> Counter with ``verdicts`` and ``correct``.
+        per_kind: kind -> Counter with ``items``, ``decided``, ``correct`` and ``abstained``.
+        wrong: (item, verdict) for every verdict that disagrees with the label.
+        abstained: The items with no verdict.
+    """
+
+    items: int = 0
+    decided: int = 0
+    correct: int = 0
+    per_rule: dict[str, Counter] = field(default_factory=dict)
+    per_kind: dict[str, Counter] = field(default_factory=dict)
+    wrong: list[tuple[LabelledItem, RuleVerdict]] = field(default_factory=list)
+    abstained: list[LabelledItem] = field(default_factory=list)
+
+    @property
+    def coverage(self) -> float:
+        return self.decided / self.items if self.items else 0.0
+
+    @property
+    def precision(self) -> float:
+        return self.correct / self.decided if self.decided else 0.0
+
+    def summary(self) -> str:
+        """One line: coverage and precision with their counts."""
+        return (
+            f"coverage {self.coverage:.3f} ({self.decided}/{self.items}), "
+            f"precision {self.precision:.3f} ({self.correct}/{self.decided})"
+        )
+
+
+def score_rules(
+    items: Sequence[LabelledItem],
+    decider: Callable[[str, str, str], RuleVerdict | None] = decide,
+) -> RulesReport:
+    """Run ``decider(question, gold, response)`` on every item and count against the labels."""
+    report = RulesReport()
+    for item in items:
+        report.items += 1
+        kind = report.per_kind.setdefault(item.kind, Counter())
+        kind["items"] += 1
+        verdict = decider(item.question, item.gold, item.response)
+        if verdict is None:
+            kind["abstained"] += 1
+            report.abstained.append(item)
+            continue
+        ok = verdict.correct == item.label
+        report.decided += 1
+        report.correct += ok
+        kind["decided"] += 1
+        kind["correct"] += ok
+        rule = report.per_rule.setdefault(verdict.rule, Counter())
+        rule["verdicts"] += 1
+        rule["correct"] += ok
+        if not ok:
+            report.wrong.append((item, verdict))
+    return report

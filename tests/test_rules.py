@@ -1,0 +1,532 @@
+"""The deterministic autorater rules: each rule both ways, with real FRAMES gold answers.
+
+Questions and gold answers are FRAMES rows (``Prompt`` / ``Answer``, quoted or shortened);
+responses are written for these tests. ``None`` means the rules abstain and the LM judge decides.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+
+import pytest
+
+from frames_dspy.judge_labels import load_labels, score_rules
+from frames_dspy.rules import RULES, RuleVerdict, decide
+
+Q_CANNABIS = "Are mulberries more related to raspberries or cannabis?"
+Q_WORLD_CUP = "Who won the FIFA World Cup in the year the Falklands War broke out?"
+Q_PRAGUE = (
+    "Which major city in Europe can be reached from New York City, if you use the total distance "
+    "calculated through GPA coordinates (give or take 18 miles) from West Quoddy Light in Maine "
+    "to Cape Sarichef Light in Alaska?"
+)
+Q_FINLAND = (
+    "By how many years does the inception of the party to which former Finnish MP Lea Rakel "
+    "Hiltunen last belonged predate the foundation of the Parliament of Finland itself?"
+)
+Q_JOE_WRIGHT = (
+    "One of Jane Auten's novels was released in 1813, which was later adapted into a film in "
+    "2005. When was the director of that film born?"
+)
+Q_FRIPP = (
+    "What year was the band leader of the group who originally performed the song sampled in "
+    "Kayne West's song Power born?"
+)
+
+
+def verdict(question: str, gold: str, response: str) -> tuple[bool, str] | None:
+    v = decide(question, gold, response)
+    return None if v is None else (v.correct, v.rule)
+
+
+# --- the cases the issue names ---------------------------------------------------------------
+
+
+def test_gold_offered_beside_the_other_option_is_a_hedge():
+    response = "mulberries are more related to raspberries or cannabis."
+    assert verdict(Q_CANNABIS, "Cannabis", response) == (False, "hedge")
+
+
+def test_gold_after_than_in_the_asked_comparison_is_rejected():
+    response = "Raspberries are more related to mulberries than cannabis."
+    assert verdict(Q_CANNABIS, "Cannabis", response) == (False, "rejected_option")
+
+
+def test_city_without_its_country_is_not_false():
+    # TRUE: "Czech Republic" is in the place list, so it only locates Prague; the question asks
+    # for a city and "Prague" names it. The rules never call this FALSE.
+    assert verdict(Q_PRAGUE, "Prague, Czech Republic", "Prague") == (True, "stated_answer")
+    assert verdict(Q_PRAGUE, "Prague, Czech Republic", "Prague, Czechia.") == (
+        True,
+        "stated_answer",
+    )
+
+
+# --- TRUE rules ------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("gold", "response"),
+    [
+        ("This was Mesut Ozil.", "Mesut Özil"),
+        ("C major", "C Major"),
+        ("Dromore Cathedral and The Great Hall of Lambeth Palace", "Dromore Cathedral and the "
+         "Great Hall of Lambeth Palace."),
+        ("4149 days", "4,149 days."),
+        ("Cannabis", "It was cannabis."),
+    ],
+)  # fmt: skip
+def test_exact(gold, response):
+    assert verdict("", gold, response) == (True, "exact")
+
+
+@pytest.mark.parametrize(
+    ("question", "gold", "response"),
+    [
+        ("What is the population, to the nearest million?", "Two million.",
+         "Approximately 2,000,000 people."),
+        ("How long is the song?", "5 minutes and 31 seconds", "5:31"),
+        ("How long is the song?", "5 minutes and 31 seconds", "It runs 331 seconds."),
+        ("How long after did he have his first child?", "Twelve Years", "12 years."),
+        ("How long after did he have his first child?", "Twelve Years", "144 months later."),
+        ("What rank?", "37th", "It ranked thirty-seventh."),
+        ("What percentage?", "75.68%", "He lived 75.68 percent as long."),
+        ("How tall is it in cm?", "110,000cm.", "1.1 km"),
+        ("How much did it gross?", "$183 million", "183,000,000 dollars"),
+        ("How many?", "one hundred eighty-four billion nine hundred fifty-nine million four "
+         "hundred forty thousand.", "184,959,440,000"),
+        ("What number would Tommy Lawton have worn playing for Chelsea FC?", "9",
+         "Tommy Lawton would have worn the number nine shirt at Chelsea."),
+        ("What is the difference between the populations?", "84,512",
+         "737,015 - 652,503 = 84,512, so Seattle had 84,512 more residents."),
+        (Q_FRIPP, "1946", "Robert Fripp was born on 16 May 1946 in Dorset."),
+        ("How much did the film gross in its initial run?",
+         "Donnie Darko grossed $517,375 in its initial run at the box office. ",
+         "It grossed 517,375 US dollars."),
+        ("What percentage?", "75.68%", "0.7568"),
+    ],
+)  # fmt: skip
+def test_same_quantity(question, gold, response):
+    assert verdict(question, gold, response) == (True, "same_quantity")
+
+
+@pytest.mark.parametrize(
+    ("question", "gold", "response"),
+    [
+        ("When was it featured?", "February 5, 2011", "It was featured on 5th February 2011."),
+        ("When was the song featured?", "February 5, 2011", "2011-02-05"),
+        ("When was it released?", "May 23, 1985", "23/05/1985"),
+        (Q_JOE_WRIGHT, "Joe Wright was born on August 25th, 1972.", "25 August 1972."),
+        ("What day of the year do they all share?", "They are all born on June 20.",
+         "They all share a birthday: the 20th of June."),
+    ],
+)  # fmt: skip
+def test_same_date(question, gold, response):
+    assert verdict(question, gold, response) == (True, "same_date")
+
+
+@pytest.mark.parametrize(
+    ("question", "gold", "response"),
+    [
+        ("Which country was the birthplace of the Emperor?", "Serbia",
+         "He was born at Singidunum, so in 2024 terms his birthplace is in Serbia."),
+        ("What is the name of the Japanese man?", "Hayao Miyazaki",
+         "Hayao Miyazaki, the co-founder of Studio Ghibli."),
+        (Q_WORLD_CUP, "Italy", "The World Cup held in Spain that summer was won by Italy."),
+        ("Which player scored 20 goals in the English Premier League in the 2006-2007 season and "
+         "won 'Chelsea Players Player of the Year' award in 2007?",
+         "Didier Drogba scored 20 goals in the the 2006-2007 English Premier League season and "
+         "won the  'Chelsea Players Player of the Year' award in 2007.", "Didier Drogba."),
+        ("As of August 1, 2024, what is the largest city of the 9th largest country by land "
+         "area in Europe?", "The largest city of the 9th largest country in Europe is Warsaw.",
+         "The answer is Warsaw."),
+        ("Which Naruto characters can perfectly use the Rasengan technique?",
+         "Naruto Uzumaki, Minato Namikaze and Jiraiya.",
+         "Jiraiya, Minato Namikaze and Naruto Uzumaki."),
+        ("As of August 1, 2024, are there any cities in England that are more populated than "
+         "Philadelphia, and which cities are they?", "Yes, London", "Yes, London is one."),
+        ("Was the person alive when the party was founded?", "Yes", "Yes, he was."),
+        ("What was the capital of the United States on the day George Washington died?",
+         "Philadelphia, Pennsylvania",
+         "The government sat there from 1790 to 1800, so Philadelphia was the capital that day."),
+        ("What is the atomic number of gold in Roman numerals?", "LXXIX",
+         "Gold's atomic number is 79, which is LXXIX in Roman numerals."),
+    ],
+)  # fmt: skip
+def test_stated_answer(question, gold, response):
+    assert verdict(question, gold, response) == (True, "stated_answer")
+
+
+@pytest.mark.parametrize(
+    ("question", "gold", "response"),
+    [
+        (Q_WORLD_CUP, "Italy", "Italy lost the final to West Germany."),  # not the answer
+        (Q_WORLD_CUP, "Italy", "Italy, Germany and France all reached the semi-finals."),
+        (Q_WORLD_CUP, "Italy", "It could be Italy."),  # one candidate, not committed
+        (Q_WORLD_CUP, "Italy", "The World Cup was won by Italy, not by Germany as many think."),
+        # "the runner-up" is not what the question asks about; neither, to these rules, is
+        # "the winner" for "Who won" (no word in common), so both go to the judge
+        (Q_WORLD_CUP, "Italy", "Spain hosted it; the runner-up was Italy."),
+        (Q_WORLD_CUP, "Italy", "Spain hosted it; the winner was Italy."),
+        ("What was the capital of the United States on the day George Washington died?",
+         "Philadelphia, Pennsylvania", "So Philadelphia was the largest city."),
+        (Q_FINLAND, "7 years.", "By 7 years, though some sources say 8 years."),
+        (Q_FINLAND, "7 years.", "7 years and 2 months."),  # finer, not another answer
+        ("Who was president?", "George Washington", "George Washington University."),
+        ("Who directed it?", "Lynch", "David Lynch."),
+        ("What is the title?", "Blue Yodel No. 1 (T for Texas)", "Blue Yodel No. 1"),
+        ("When was it featured?", "February 5, 2011", "05/02/2011"),  # day or month first?
+        (Q_JOE_WRIGHT, "Joe Wright was born on August 25th, 1972.",
+         "Joe Wright: 25.08.1972; the film came out on 7 September 2005."),  # 25.08.1972 unread
+        ("Who?", "Dwight D Eisenhower", "Dwight C Eisenhower"),  # an initial, not a numeral
+    ],
+)  # fmt: skip
+def test_true_rules_abstain_when_not_sure(question, gold, response):
+    assert verdict(question, gold, response) is None
+
+
+# --- FALSE rules -----------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("response", ["", "   ", None, " . "])
+def test_empty(response):
+    assert verdict(Q_WORLD_CUP, "Italy", response) == (False, "empty")
+
+
+@pytest.mark.parametrize(
+    "response",
+    [
+        "I cannot determine which team won the World Cup in that year.",
+        "I'm unable to identify which company this describes.",
+        "There is not enough information to determine this.",
+        "I don't know.",
+        "Jovian's birthplace isn't recorded precisely enough for me to say which country.",
+    ],
+)
+def test_refusal(response):
+    assert verdict(Q_WORLD_CUP, "Italy", response) == (False, "refusal")
+
+
+@pytest.mark.parametrize(
+    ("gold", "response"),
+    [
+        ("Italy", "I don't know, but I'd guess Italy."),  # a guess is an answer
+        ("Kentucky Fried Chicken", "I'm not sure, but I believe it's KFC."),
+        ("Italy", "Brazil were unable to defend their title; the Argentine side won."),
+        ("Kentucky Fried Chicken", "I can't say for certain. It is KFC."),
+    ],
+)
+def test_refusal_needs_no_answer_given(gold, response):
+    assert verdict(Q_WORLD_CUP, gold, response) is None
+
+
+@pytest.mark.parametrize(
+    ("question", "gold", "response"),
+    [
+        ("Which singer?", "The Weeknd", "It's either The Weeknd or Drake."),
+        (Q_JOE_WRIGHT, "Joe Wright was born on August 25th, 1972.",
+         "Joe Wright was born on either August 25 or August 26, 1972."),
+        (Q_FRIPP, "1946", "1946 or 1947."),
+        (Q_FINLAND, "7 years.", "7 or 8 years."),
+        ("What percentage?", "75.68%", "Depending on whether the average is taken as 74 or 75 "
+         "years, it's either 75.68% or 74.67%."),
+        (Q_WORLD_CUP, "Italy", "Italy or Spain."),
+        (Q_WORLD_CUP, "Italy", "Possibly Italy, but maybe Brazil."),
+    ],
+)  # fmt: skip
+def test_hedge(question, gold, response):
+    assert verdict(question, gold, response) == (False, "hedge")
+
+
+@pytest.mark.parametrize(
+    ("gold", "response"),
+    [
+        ("Kentucky Fried Chicken", "Kentucky Fried Chicken or KFC"),  # an acronym, not a rival
+        ("13/3 or 4.333... (infinitely repeating decimal)", "13/3 or 4.333"),  # gold says "or"
+    ],
+)
+def test_or_without_a_rival_is_no_hedge(gold, response):
+    assert verdict("What is it?", gold, response) != (False, "hedge")
+
+
+@pytest.mark.parametrize(
+    ("question", "gold", "response"),
+    [
+        (Q_WORLD_CUP, "Italy", "It was not Italy."),
+        ("Which Pope served the longest?", "St. Sylvester I, whose Latin name was Silvester",
+         "Not St. Sylvester I: the longest-serving pope in that span was Miltiades."),
+        ("Who was the wife of the founder?", "Violant of Castile",
+         "Violant of Castile is a common guess, but Bilbao's founder was actually married to "
+         "María Díaz de Haro."),
+        ("What language is the main character's name in?", "Swahili",
+         "People often assume Simba is a Swahili name, but it actually comes from Zulu."),
+        (Q_WORLD_CUP, "Italy", "Italy is often said to have won, but it was actually Brazil."),
+        ("How old would he have been?", "282 years",
+         "Not 282 years: the donation came ten years earlier, so he would have been 272."),
+        ("What is the birth year of the American President?", "1961",
+         "It isn't 1961: the president who petted Gli was Bill Clinton, born in 1946."),
+    ],
+)  # fmt: skip
+def test_rejected_option(question, gold, response):
+    assert verdict(question, gold, response) == (False, "rejected_option")
+
+
+@pytest.mark.parametrize(
+    ("question", "gold", "response"),
+    [
+        # the comparison is reversed ("closely related ... than to raspberries"), so it says
+        # cannabis; the rules do not read that far and abstain
+        (Q_CANNABIS, "Cannabis", "Mulberries are more closely related to cannabis than to "
+         "raspberries."),
+        # "fewer ... than Italy" is not the comparison the question asks about ("more")
+        ("Which country has won more titles, Italy or Spain?", "Italy",
+         "Spain has won fewer titles than Italy."),
+    ],
+)  # fmt: skip
+def test_than_outside_the_asked_comparison_is_not_rejected(question, gold, response):
+    assert verdict(question, gold, response) is None
+
+
+@pytest.mark.parametrize(
+    ("question", "gold", "response"),
+    [
+        (Q_FRIPP, "1946", "Robert Fripp, King Crimson's band leader, was born in 1945."),
+        ("How many times taller? Round to one decimal place.", "31.5",
+         "It's about 31.2 times taller."),
+        ("What year was the auction house founded?", "1766",
+         "Salvator Mundi was sold at Sotheby's, which was founded in 1744."),
+        ("What is the title of the song?", "Blue Yodel No. 1 (T for Texas)", "Blue Yodel No. 2."),
+        ("What rank?", "37th", "38th"),
+        (Q_FINLAND, "7 years.", "It predates it by 70 years."),
+        ("Who was the king?", "Richard II", "Richard III."),
+        ("What is it in Roman numerals?", "LXXIX", "The answer is LXXVIII."),
+    ],
+)  # fmt: skip
+def test_different_number(question, gold, response):
+    assert verdict(question, gold, response) == (False, "different_number")
+
+
+@pytest.mark.parametrize(
+    ("question", "gold", "response"),
+    [
+        ("What is the difference?", "84,512", "about 85,000"),  # 84,512 rounds to it
+        ("To the nearest million?", "Two million.", "2.4 million"),  # the gold is rounded
+        ("How tall is it?", "222 ft", "67.7 metres"),  # metric for imperial: not compared
+        (Q_FINLAND, "7 years.", "Less than 7 years."),  # a bound
+        ("How many are there?", "2", "Both of them."),
+        ("How many are there?", "Zero", "None."),
+    ],
+)  # fmt: skip
+def test_different_number_abstains_on_rounding_bounds_and_words(question, gold, response):
+    assert verdict(question, gold, response) is None
+
+
+@pytest.mark.parametrize(
+    ("question", "gold", "response"),
+    [
+        (Q_FINLAND, "7 years.", "The party predates the parliament by 7 decades."),
+        ("How many days after?", "4149 days", "The cinematographer died 4,149 hours later."),
+        ("How much did the film gross in its initial run?",
+         "Donnie Darko grossed $517,375 in its initial run at the box office. ",
+         "Donnie Darko grossed $517.375 million in its initial run."),
+        ("How much?", "£559.8 million", "$559.8 million"),
+        ("How much?", "£559.8 million", "£559.8 billion"),
+        ("How tall is it?", "222 ft", "222 m"),
+        ("To the nearest million?", "Two million.", "About two thousand."),
+        ("How long after?", "Twelve Years", "About twelve months later."),
+    ],
+)  # fmt: skip
+def test_unit_or_scale_mismatch(question, gold, response):
+    assert verdict(question, gold, response) == (False, "unit_or_scale_mismatch")
+
+
+def test_different_date():
+    verdict_ = verdict("When was it featured?", "February 5, 2011", "February 6, 2011.")
+    assert verdict_ == (False, "different_date")
+
+
+@pytest.mark.parametrize(
+    ("question", "gold", "response"),
+    [
+        (Q_JOE_WRIGHT, "Joe Wright was born on August 25th, 1972.", "He was born in 1972."),
+        (Q_JOE_WRIGHT, "Joe Wright was born on August 25th, 1972.", "August 1972."),
+        ("What day of the year do they all share?", "They are all born on June 20.",
+         "They were all born in June."),
+    ],
+)  # fmt: skip
+def test_year_for_full_date(question, gold, response):
+    assert verdict(question, gold, response) == (False, "year_for_full_date")
+
+
+def test_the_same_number_in_another_numeral_is_no_different_number():
+    assert verdict("Which game?", "The Last of Us Part II", "The Last of Us Part 2") is None
+
+
+def test_year_for_full_date_abstains_when_a_day_is_written_in_words():
+    response = "It was in 2011, on the fifth of February."
+    assert verdict("When was it featured?", "February 5, 2011", response) is None
+
+
+@pytest.mark.parametrize(
+    ("gold", "response"),
+    [
+        ("Miley Cyrus and Billy Ray Cyrus", "Miley Cyrus."),
+        ("David Crane and Marta Kauffman", "Marta Kauffman."),
+        ("Naruto Uzumaki, Minato Namikaze and Jiraiya.", "Naruto Uzumaki and Minato Namikaze."),
+        ("Steve Jobs, Steve Wozniak and Ronald Wayne",
+         "Apple, which was founded by Steve Jobs and Steve Wozniak."),
+        ("Bridgeton Railway Station and Dalmarnock Railway Station.",
+         "The nearest station to the G40 postcode area is Bridgeton railway station."),
+    ],
+)  # fmt: skip
+def test_partial(gold, response):
+    assert verdict("Which ones?", gold, response) == (False, "partial")
+
+
+@pytest.mark.parametrize(
+    ("gold", "response"),
+    [
+        ("Miley Cyrus and Billy Ray Cyrus", "Miley Cyrus and her father."),  # open list
+        ("Miley Cyrus and Billy Ray Cyrus", "Miley Cyrus and her dad, Billy Ray."),
+        ("Steve Jobs, Steve Wozniak and Ronald Wayne",
+         "Apple was founded by Steve Jobs and Steve Wozniak (with a third co-founder)."),
+        ("Naruto Uzumaki, Minato Namikaze and Jiraiya.", "Naruto, Minato and Jiraiya."),
+    ],
+)  # fmt: skip
+def test_partial_needs_a_closed_list_and_no_trace_of_the_missing_part(gold, response):
+    assert verdict("Which ones?", gold, response) is None
+
+
+@pytest.mark.parametrize(
+    ("question", "gold", "response"),
+    [
+        ("Was the founder still alive when it acquired the bank?", "No", "Yes, he was."),
+        ("As of August 1, 2024, are there any cities in England that are more populated than "
+         "Philadelphia, and which cities are they?", "Yes, London", "No."),
+    ],
+)  # fmt: skip
+def test_opposite_yes_no(question, gold, response):
+    assert verdict(question, gold, response) == (False, "opposite_yes_no")
+
+
+def test_yes_and_no_is_not_decided():
+    assert verdict("Was he alive?", "Yes", "Yes and no.") is None
+
+
+# --- abstentions: paraphrases and wrong entities ---------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("question", "gold", "response"),
+    [
+        ("Which fast food chain?", "Kentucky Fried Chicken", "KFC."),
+        ("Who?", "Svetlana Boginskaya", "Svetlana Boguinskaya."),
+        ("Which element, and who is it named after?", "Mendelevium is named after Dmitri "
+         "Mendeleev.", "The element is mendelevium, which was named after Mendeleev."),
+        ("Who are the two producers?", "David Crane and Marta Kauffman", "Crane and Kauffman."),
+        ("Who?", "Hayao Miyazaki", "Miyazaki."),
+        ("Which Pope?", "St. Sylvester I, whose Latin name was Silvester", "Pope Silvester I."),
+        ("Which country?", "United States", "USA"),
+    ],
+)  # fmt: skip
+def test_paraphrases_are_left_to_the_judge(question, gold, response):
+    assert verdict(question, gold, response) is None
+
+
+@pytest.mark.parametrize(
+    ("question", "gold", "response"),
+    [
+        ("Who was the fourth overall draft pick?", "Scottie Barnes", "Jalen Suggs."),
+        ("Which fast food chain?", "Kentucky Fried Chicken", "Pizza Hut."),
+        ("What key signature?", "C major", "C minor."),
+        ("What would the name be?", "Martin Gilbert Sartre", "Martin Roger Sartre."),
+        (Q_CANNABIS, "Cannabis", "Raspberries."),
+        ("Which element?", "Mendelevium is named after Dmitri Mendeleev.",
+         "The element is einsteinium, which was named after Albert Einstein."),
+    ],
+)  # fmt: skip
+def test_wrong_entities_are_left_to_the_judge(question, gold, response):
+    assert verdict(question, gold, response) is None
+
+
+# --- the interface ---------------------------------------------------------------------------
+
+
+def test_every_rule_is_documented():
+    assert all(isinstance(d, str) and d for d in RULES.values())
+    assert {"exact", "same_quantity", "same_date", "stated_answer"} <= set(RULES)
+    for name, description in RULES.items():
+        assert description.startswith(("TRUE:", "FALSE:")), name
+
+
+def test_verdict_is_frozen_and_names_a_documented_rule():
+    v = decide(Q_WORLD_CUP, "Italy", "Italy.")
+    assert isinstance(v, RuleVerdict) and v.rule in RULES and v.reason
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        v.correct = False  # type: ignore[misc]
+
+
+@pytest.mark.parametrize("gold", ["", "  ", None])
+def test_empty_gold_is_an_error_that_names_it(gold):
+    with pytest.raises(ValueError, match="gold answer"):
+        decide(Q_WORLD_CUP, gold, "Italy")
+
+
+def test_a_gold_of_signs_only_is_compared_as_written():
+    assert verdict("What is it in Morse code?", "....-", "....-") == (True, "exact")
+    assert verdict("What is it in Morse code?", "....-", "...--") is None
+
+
+# --- the labelled file -----------------------------------------------------------------------
+
+
+@pytest.mark.real
+def test_rules_on_the_labelled_judge_items(judge_labels):
+    items = load_labels(judge_labels)
+    report = score_rules(items)
+    assert report.items == len(items) > 0
+    assert report.coverage >= 0.6, report.summary()
+    assert report.precision >= 0.97, report.summary()
+
+
+# --- a number or name that is not given as the answer ----------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("question", "gold", "response"),
+    [
+        ("How many?", "83", "I considered 83 and Laraine Newman; I'm not sure which."),
+        ("How many?", "83", "Laraine Newman is the answer; 83 was the runner-up."),
+        ("How many?", "83", "83? No, it is 85."),
+        ("How many?", "83", "Between 83 and 85, I would pick 85."),
+        ("How many?", "83", "Bronze medalist and 83."),
+        ("When was it?", "November 24, 1921", "November 24, 1921 is a common guess, but the real "
+         "answer is different."),
+        ("Was he alive?", "Yes", "Yes is a common guess, but the real answer is different."),
+        ("Which states?", "Victoria and Tasmania",
+         "Stephen Schwartz is the answer; Victoria and Tasmania was the runner-up."),
+        ("How many times did it happen?", "Seven", "7 years."),  # the question asks no years
+    ],
+)  # fmt: skip
+def test_a_gold_value_not_given_as_the_answer_is_never_true(question, gold, response):
+    assert verdict(question, gold, response) not in ((True, r) for r in RULES)
+
+
+@pytest.mark.parametrize(
+    ("question", "gold", "response", "rule"),
+    [
+        ("When was the state founded?", "1818", "The fireboat that sank in 1908 was the "
+         "Illinois. The state was admitted to the Union in 1818, so the answer is 1818.",
+         "same_quantity"),
+        ("How many years after publishing his paper did John Snow make the connection?",
+         "Seven", "7 years.", "same_quantity"),
+        ("Who founded that brand?", "Steve Jobs, Steve Wozniak and Ronald Wayne",
+         "The brand was Apple. Apple was founded in 1976 by Steve Jobs, Steve Wozniak and "
+         "Ronald Wayne.", "stated_answer"),
+        ("How old was he?", "140 years old.", "140 years old is a common guess, but the real "
+         "answer is different.", None),
+    ],
+)  # fmt: skip
+def test_the_gold_value_given_as_the_answer(question, gold, response, rule):
+    expected = (True, rule) if rule else (False, "rejected_option")
+    assert verdict(question, gold, response) == expected
