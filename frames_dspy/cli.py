@@ -8,7 +8,7 @@ them from here so a flag means one thing everywhere.
 from __future__ import annotations
 
 import argparse
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 from frames_dspy.lm.cache import CACHE_MODES
@@ -32,31 +32,18 @@ class CommandParser(argparse.ArgumentParser):
         self.exit(2, f"{self.prog}: error: {message} (see --help)\n")
 
 
-def non_negative_int(name: str):
-    """An argparse type for a whole number >= 0 whose error names the flag."""
+def _number(name: str, kind: type, ok: Callable[[float], bool], rule: str):
+    """An argparse type reading ``kind`` (int or float) that must satisfy ``ok``; errors name
+    the flag, the value and the ``rule`` it breaks."""
+    what = "a whole number" if kind is int else "a number"
 
-    def parse(text: str) -> int:
+    def parse(text: str):
         try:
-            value = int(text)
+            value = kind(text)
         except ValueError:
-            raise argparse.ArgumentTypeError(f"{name} {text!r} is not a whole number") from None
-        if value < 0:
-            raise argparse.ArgumentTypeError(f"{name} {value} must be 0 or more")
-        return value
-
-    return parse
-
-
-def fraction(name: str):
-    """An argparse type for a number in [0, 1] whose error names the flag."""
-
-    def parse(text: str) -> float:
-        try:
-            value = float(text)
-        except ValueError:
-            raise argparse.ArgumentTypeError(f"{name} {text!r} is not a number") from None
-        if not 0.0 <= value <= 1.0:
-            raise argparse.ArgumentTypeError(f"{name} {value:g} must be between 0 and 1")
+            raise argparse.ArgumentTypeError(f"{name} {text!r} is not {what}") from None
+        if not ok(value):
+            raise argparse.ArgumentTypeError(f"{name} {value:g} must be {rule}")
         return value
 
     return parse
@@ -64,32 +51,22 @@ def fraction(name: str):
 
 def positive_int(name: str):
     """An argparse type for a whole number >= 1 whose error names the flag."""
+    return _number(name, int, lambda v: v >= 1, "at least 1")
 
-    def parse(text: str) -> int:
-        try:
-            value = int(text)
-        except ValueError:
-            raise argparse.ArgumentTypeError(f"{name} {text!r} is not a whole number") from None
-        if value < 1:
-            raise argparse.ArgumentTypeError(f"{name} {value} must be at least 1")
-        return value
 
-    return parse
+def non_negative_int(name: str):
+    """An argparse type for a whole number >= 0 whose error names the flag."""
+    return _number(name, int, lambda v: v >= 0, "0 or more")
 
 
 def positive_float(name: str):
     """An argparse type for a number > 0 whose error names the flag."""
+    return _number(name, float, lambda v: v > 0, "more than 0")
 
-    def parse(text: str) -> float:
-        try:
-            value = float(text)
-        except ValueError:
-            raise argparse.ArgumentTypeError(f"{name} {text!r} is not a number") from None
-        if not value > 0:
-            raise argparse.ArgumentTypeError(f"{name} {value:g} must be more than 0")
-        return value
 
-    return parse
+def fraction(name: str):
+    """An argparse type for a number in [0, 1] whose error names the flag."""
+    return _number(name, float, lambda v: 0.0 <= v <= 1.0, "between 0 and 1")
 
 
 def choice_list(choices: Sequence[str], what: str):

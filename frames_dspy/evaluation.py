@@ -28,7 +28,6 @@ from frames_dspy.accounting import CallBudget, attached_callbacks
 from frames_dspy.cost import Pricer, SpendMeter, estimate_lines, question_cost
 from frames_dspy.data import load_frames, split_frames
 from frames_dspy.files import sha256_file
-from frames_dspy.lm import ModelSpec, parse_spec
 from frames_dspy.programs import (
     CONDITIONS,
     ProgramSpec,
@@ -295,7 +294,7 @@ def run_evaluation(
         label: _build(label, spec, settings, session, budget_given=budget_given)
         for label, spec in specs.items()
     }
-    pricers = (Pricer(session.model), Pricer(_judge_spec(settings, session)))
+    pricers = (Pricer(session.model), Pricer(session.judge))
     if settings.max_cost is not None and pricers[0](1000, 0) is None:
         raise ValueError(
             f"--max-cost needs prices, but LiteLLM's price map does not know {settings.model!r}; "
@@ -367,15 +366,3 @@ def run_evaluation(
         )
     rows = report.write_reports(out, model=settings.model, notes=notes)
     return RunSummary(rows, out=out, stopped=stopped, notes=notes)
-
-
-def _judge_spec(settings: EvalConfig, session: Session) -> ModelSpec | None:
-    if session.self_judging:
-        return session.model
-    spec = getattr(session.judge_lm, "model_spec", None)
-    if spec is None and settings.judge_model:
-        try:
-            spec = parse_spec(settings.judge_model)
-        except ValueError:
-            spec = None
-    return spec

@@ -201,6 +201,7 @@ class Session:
         lm, judge_lm, autorater: The program LM, the judge LM and the metric.
         store, retriever: The article store and BM25 index (None when not needed).
         context_tokens: The article budget of the answer prompt.
+        judge: The judge model's parsed spec.
         self_judging: The judge is the model under test (its verdicts tend to favour its
             own answers); an injected judge LM counts as another model.
     """
@@ -213,6 +214,7 @@ class Session:
     store: ArticleStore | None
     retriever: Any
     context_tokens: int
+    judge: ModelSpec | None = None
     self_judging: bool = False
 
     def provenance(self, examples: Sequence[dspy.Example]) -> dict[str, Any]:
@@ -274,5 +276,6 @@ def open_session(
         store=store,
         retriever=retriever,
         context_tokens=settings.context_tokens,
+        judge=_spec_of(settings.judge_model or settings.model, judge_lm),
         self_judging=self_judging,
     )

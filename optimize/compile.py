@@ -129,7 +129,7 @@ def run_compile(
     )
     config = session.settings
     config.out = str(out)
-    opt = config.optimizer_settings()
+    opt = config.optimizer_settings(embedded=session.model.embedded)
 
     provenance = session.provenance(examples)
     settings = {key: getattr(config, key) for key in STUDY_KEYS}

@@ -6,20 +6,12 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from frames_dspy.lm import parse_spec
 from frames_dspy.session import SESSION_KEYS, ModelDataSettings
 from optimize.optimizers import OPTIMIZERS, OptimizerSettings
 from optimize.pareto import parse_pick
 from optimize.study import OBJECTIVES, PROMPTS
 
 __all__ = ["SAMPLERS", "STUDY_KEYS", "CompileConfig", "CompileResult", "NoCompleteTrials"]
-
-
-def _is_embedded(spec: str) -> bool:
-    try:
-        return parse_spec(spec).embedded
-    except ValueError:  # an injected test LM's name; the LM then decides nothing here
-        return False
 
 
 SAMPLERS = ("tpe", "nsga2", "random")
@@ -152,13 +144,15 @@ class CompileConfig(ModelDataSettings):
             if not ok:
                 raise ValueError(message)
         parse_pick(self.pick)
-        self.optimizer_settings()
+        self.optimizer_settings(embedded=False)
 
-    def optimizer_settings(self) -> OptimizerSettings:
+    def optimizer_settings(self, *, embedded: bool) -> OptimizerSettings:
+        """The optimizer's settings; ``embedded`` says whether the program model runs in
+        this process (then ``instructions_only`` defaults to True)."""
         instructions_only = self.instructions_only
         if instructions_only is None:
             # A small local window has no room for demos cut from whole articles.
-            instructions_only = _is_embedded(self.model)
+            instructions_only = embedded
         return OptimizerSettings(
             name=self.optimizer,
             max_demos=self.max_demos,

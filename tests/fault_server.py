@@ -1,10 +1,13 @@
 """A small OpenAI-compatible chat server that fails on purpose, for the fault tests.
 
 It listens on 127.0.0.1 only, answers ``POST /v1/chat/completions`` in DSPy's chat format
-(it reads the output fields a prompt asks for and fills them), and injects faults from a seeded
-random stream: HTTP 500, HTTP 429 (with ``Retry-After: 0``) and stalls longer than the client's
-timeout. A prompt that contains :data:`POISON` always gets a 500, so its question fails for
-good. Every request and every injected fault is counted. The server stops by itself after
+(it reads the output fields a prompt asks for and fills them), and injects faults: HTTP 500,
+HTTP 429 (with ``Retry-After: 0``) and stalls longer than the client's timeout. Whether the
+n-th try of a given request fails is drawn from a random stream seeded by the request's content
+and n, so it does not depend on which thread asks first, and no request fails more than
+``max_faults`` times in a row: a client that retries that often always gets through. A prompt
+that contains :data:`POISON` always gets a 500, so its question fails for good. Every request
+and every injected fault is counted. The server stops by itself after
 ``lifetime`` seconds, so a test that dies cannot leave it running.
 
 Run it alone with ``python tests/fault_server.py --port 0`` (it prints its URL).
@@ -13,6 +16,7 @@ Run it alone with ``python tests/fault_server.py --port 0`` (it prints its URL).
 from __future__ import annotations
 
 import argparse
+import hashlib
 import json
 import random
 import re
@@ -61,6 +65,7 @@ class FaultServer:
         stall: Seconds a stalled request sleeps before answering (set it above the client's
             timeout).
         seed: Seed of the fault stream.
+        max_faults: Tries of one request that may fail before it is answered.
         lifetime: Seconds after which the server shuts itself down.
     """
 
@@ -72,12 +77,14 @@ class FaultServer:
         p_stall: float = 0.04,
         stall: float = 3.0,
         seed: int = 0,
+        max_faults: int = 2,
         lifetime: float = 600.0,
         port: int = 0,
     ):
         self.p_500, self.p_429, self.p_stall, self.stall = p_500, p_429, p_stall, stall
         self.counts: Counter[str] = Counter()
-        self._random = random.Random(seed)
+        self.seed, self.max_faults = seed, max_faults
+        self._tries: Counter[str] = Counter()
         self._lock = threading.Lock()
         server = self
 
@@ -146,13 +153,19 @@ class FaultServer:
             self.counts[key] += 1
 
     def _draw(self, body: dict) -> str | None:
-        text = json.dumps(body.get("messages", []))
+        text = json.dumps(body.get("messages", []), sort_keys=True)
+        key = hashlib.sha1(text.encode()).hexdigest()
         with self._lock:
             self.counts["requests"] += 1
             if POISON in text:
                 self.counts["poison"] += 1
                 return "poison"
-            roll = self._random.random()
+            tries = self._tries[key]
+            self._tries[key] += 1
+            if tries >= self.max_faults:
+                self.counts["ok"] += 1
+                return None
+            roll = random.Random(f"{self.seed}:{key}:{tries}").random()
             for fault, share in (("500", self.p_500), ("429", self.p_429), ("stall", self.p_stall)):
                 if roll < share:
                     self.counts[fault] += 1

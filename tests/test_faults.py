@@ -144,8 +144,10 @@ def test_faults_are_retried_counted_and_survive_a_kill(tmp_path, env):
 
     assert duplicates == 0 and lost == 0 and set(keys) == expected
     # Only the questions that always fail are failures: every other fault was retried away.
-    errors = {(r["condition"], r["id"]): r["error"] for r in records if r["error"]}
-    assert failed == {(c, i) for c in ("naive", "bm25-2") for i in POISONED}, errors
+    poisoned = {(c, i) for c in ("naive", "bm25-2") for i in POISONED}
+    unexpected = {(r["condition"], r["id"]): r["error"] for r in records if r["error"]}
+    unexpected = {key: error for key, error in unexpected.items() if key not in poisoned}
+    assert failed == poisoned, unexpected
     assert all(r["error_kind"] == "LMCallError" for r in records if r["error"])
     assert injected["500"] + injected["429"] + injected["stall"] > 20
     assert retries > 0

@@ -108,9 +108,17 @@ class FramesLM(dspy.LM):
         base = self.retry_backoff * 2 ** (attempt - 1)
         return min(MAX_BACKOFF, base) * random.uniform(0.5, 1.0)
 
-    def _failed(self, exc: LMError, attempts: int) -> BaseException:
-        problem = classify(self, exc, attempts=attempts)
-        return problem if problem is not None else exc
+    def _wait_or_raise(self, exc: LMError, attempt: int) -> float:
+        """Seconds to wait before the next try; raises the error to report when done."""
+        wait = self._retry_wait(exc, attempt)
+        if wait is None:
+            problem = classify(self, exc, attempts=attempt)
+            if problem is None:
+                raise exc
+            raise problem from exc
+        logger.info("retrying %s in %.2f s after: %s", self.model, wait, exc)
+        note_retry()
+        return wait
 
     def __call__(self, *args, **kwargs):
         attempt = 0
@@ -119,15 +127,7 @@ class FramesLM(dspy.LM):
             try:
                 return super().__call__(*args, **kwargs)
             except LMError as exc:
-                wait = self._retry_wait(exc, attempt)
-                if wait is None:
-                    problem = self._failed(exc, attempt)
-                    if problem is exc:
-                        raise
-                    raise problem from exc
-                logger.info("retrying %s in %.2f s after: %s", self.model, wait, exc)
-                note_retry()
-                time.sleep(wait)
+                time.sleep(self._wait_or_raise(exc, attempt))
 
     async def acall(self, *args, **kwargs):
         attempt = 0
@@ -136,14 +136,7 @@ class FramesLM(dspy.LM):
             try:
                 return await super().acall(*args, **kwargs)
             except LMError as exc:
-                wait = self._retry_wait(exc, attempt)
-                if wait is None:
-                    problem = self._failed(exc, attempt)
-                    if problem is exc:
-                        raise
-                    raise problem from exc
-                note_retry()
-                await asyncio.sleep(wait)
+                await asyncio.sleep(self._wait_or_raise(exc, attempt))
 
 
 def _bundled_or_file(parsed: ModelSpec) -> tuple[Path, str]:
