@@ -20,6 +20,7 @@ from opt_helpers import (
 
 from frames_dspy.evaluation import EvalConfig, run_evaluation
 from optimize import compile as opt_compile
+from optimize.config import CompileConfig
 
 
 def test_two_trial_study_writes_every_file_and_a_reproducible_test_score(tiny, tmp_path):
@@ -133,3 +134,34 @@ def test_missing_corpus_is_a_clear_error(tmp_path, monkeypatch, capsys):
         ["--dataset", str(csv), "--train", "1", "--dev", "1", "--out", str(tmp_path)]
     )
     assert code == 2 and "--corpus" in capsys.readouterr().err
+
+
+def test_ranges_limits_and_picks_parse_into_the_config():
+    argv = ["--rounds", "2-4", "--k", "3", "--n-docs", "1-10", "--prompts", "planning"]
+    argv += ["--test-limit", "all", "--pick", " cheapest-within:0.020 ", "--instructions-only"]
+    args = opt_compile.build_parser().parse_args(argv)
+    config = CompileConfig(**{k: v for k, v in vars(args).items() if k != "quiet"})
+    assert (config.rounds, config.k, config.n_docs) == ((2, 4), (3, 3), (1, 10))
+    assert config.prompts == ("planning",) and config.test_limit is None
+    assert config.pick == "cheapest-within:0.02" and config.instructions_only is True
+    defaults = opt_compile.build_parser().parse_args([])
+    assert (defaults.rounds, defaults.test_limit, defaults.instructions_only) == ((1, 5), 50, None)
+
+
+@pytest.mark.parametrize(
+    "argv, message",
+    [
+        (["--rounds", "0-2"], "range '0-2' must satisfy 1 <= low <= high"),
+        (["--k", "4-2"], "range '4-2' must satisfy 1 <= low <= high"),
+        (["--n-docs", "a-b"], "'a-b' is not a range like 1-5 or a number"),
+        (["--prompts", "planning,magic"], "unknown prompt(s) ['magic']"),
+        (["--test-limit", "-3"], "--test-limit -3 must be at least 1 (or 'all')"),
+        (["--context-tokens", "0"], "--context-tokens 0 must be at least 1"),
+        (["--sampler", "grid"], "invalid choice: 'grid'"),
+    ],
+)
+def test_bad_search_options_are_refused(argv, message, capsys):
+    with pytest.raises(SystemExit) as exit_info:
+        opt_compile.main(argv)
+    assert exit_info.value.code == 2
+    assert message in capsys.readouterr().err

@@ -8,18 +8,37 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import signal
+import socket
+import subprocess
+import sys
 import time
 
 import optuna
 import pandas as pd
+import pytest
 from opt_helpers import (
     load_study,
     quiet_optuna,  # noqa: F401 (an autouse fixture)
     run_tiny,
     spawn_study,
 )
+from optuna.distributions import CategoricalDistribution, IntDistribution
 from optuna.trial import TrialState
+
+from frames_dspy.accounting import CallBudget
+from frames_dspy.programs import ProgramSpec
+from optimize.study import (
+    DevScore,
+    Objective,
+    SearchSpace,
+    SurplusTrial,
+    count_active,
+    reap_dead_local_trials,
+    trial_spec,
+    worker_id,
+)
 
 
 def test_killed_study_resumes_where_it_stopped(tmp_path):
@@ -120,3 +139,173 @@ def test_search_space_ranges_bound_every_trial(tiny, tmp_path):
 def test_env_is_isolated():
     # conftest points the caches at temporary folders; subprocesses inherit them.
     assert "frames-dspy-tests-" in os.environ["FRAMES_DSPY_CACHE"]
+
+
+# --- the study's parts, without running programs -----------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "space, message",
+    [
+        ({"rounds": (0, 3)}, "search range rounds=0..3 must satisfy 1 <= low <= high"),
+        ({"k": (4, 2)}, "search range k=4..2"),
+        ({"n_docs": (1, 0)}, "search range n_docs=1..0"),
+        ({"prompts": ("planning", "magic")}, "unknown prompt(s) ['magic']"),
+        ({"prompts": ()}, "unknown prompt(s) []"),
+    ],
+)
+def test_a_bad_search_space_is_refused(space, message):
+    with pytest.raises(ValueError, match=re.escape(message)):
+        SearchSpace(**space)
+
+
+def test_the_search_space_lists_every_configuration():
+    space = SearchSpace(rounds=(1, 2), k=(2, 3), n_docs=(5, 5), prompts=("planning",))
+    configurations = list(space.configurations())
+    assert len(configurations) == 2 * 2 * 1 * 1
+    assert configurations[0] == {"rounds": 1, "k": 2, "n_docs": 5, "prompt": "planning"}
+    assert space.as_dict() == {
+        "rounds": [1, 2],
+        "k": [2, 3],
+        "n_docs": [5, 5],
+        "prompts": ["planning"],
+    }
+    assert len(list(SearchSpace().configurations())) == 5 * 5 * 10 * 2
+
+
+def test_a_trials_parameters_become_a_multihop_spec():
+    spec = trial_spec(
+        {"rounds": 2, "k": 3, "n_docs": 4, "prompt": "planning"},
+        include_question=False,
+        cot=True,
+        context_tokens=800,
+    )
+    assert spec == ProgramSpec(
+        "multihop",
+        rounds=2,
+        k=3,
+        n_docs=4,
+        planning=True,
+        include_question=False,
+        cot=True,
+        context_tokens=800,
+    )
+    assert trial_spec({"rounds": 1, "k": 1, "n_docs": 1, "prompt": "vanilla"}).planning is False
+
+
+def test_a_dev_score_per_question():
+    empty = DevScore(wanted=3)
+    assert (empty.accuracy, empty.tokens_per_q, empty.complete) == (0.0, 0.0, False)
+    score = DevScore(n=3, wanted=3, correct=2, lm_calls=7, metered_tokens=3001, reported_tokens=900)
+    attrs = score.attrs()
+    assert score.complete
+    assert attrs["accuracy"] == round(2 / 3, 6)
+    assert attrs["tokens_per_q"] == 1000.33
+    assert attrs["reported_tokens_per_q"] == 300.0
+    assert attrs["lm_calls_per_q"] == 2.333
+    assert attrs["n_questions"] == 3
+
+
+FIXED = {  # a search space with a single configuration
+    "rounds": IntDistribution(2, 2),
+    "k": IntDistribution(1, 1),
+    "n_docs": IntDistribution(1, 1),
+    "prompt": CategoricalDistribution(["vanilla"]),
+}
+ONLY = {"rounds": 2, "k": 1, "n_docs": 1, "prompt": "vanilla"}
+
+
+def objective(budget: CallBudget, target: int = 5) -> Objective:
+    """An objective whose programs must never run: these trials end before scoring."""
+    return Objective(
+        space=SearchSpace(rounds=(2, 2), k=(1, 1), n_docs=(1, 1), prompts=("vanilla",)),
+        dev=[],
+        train=[],
+        lm=None,
+        autorater=None,
+        store=None,
+        retriever=None,
+        context_tokens=400,
+        budget=budget,
+        target=target,
+    )
+
+
+def study_with_one_trial() -> optuna.Study:
+    study = optuna.create_study(directions=["maximize", "minimize"])
+    study.add_trial(
+        optuna.trial.create_trial(
+            params=ONLY,
+            distributions=FIXED,
+            values=[0.7, 500.0],
+            user_attrs={"accuracy": 0.7, "worker": "elsewhere:1", "seconds": 30.0},
+        )
+    )
+    return study
+
+
+def test_a_repeated_configuration_reuses_the_earlier_result():
+    study = study_with_one_trial()
+    budget = CallBudget()
+    study.optimize(objective(budget), n_trials=1)
+    repeat = study.trials[1]
+    assert repeat.state == TrialState.COMPLETE and repeat.values == [0.7, 500.0]
+    assert repeat.user_attrs["duplicate_of"] == 0
+    assert repeat.user_attrs["accuracy"] == 0.7  # the result is copied ...
+    assert repeat.user_attrs["worker"] == worker_id()  # ... but not who ran it or how long
+    assert "seconds" not in repeat.user_attrs
+    assert budget.calls == 0
+
+
+def test_a_trial_beyond_the_target_is_surplus():
+    study = study_with_one_trial()
+    study.optimize(objective(CallBudget(), target=1), n_trials=1, catch=(SurplusTrial,))
+    surplus = study.trials[1]
+    assert surplus.state == TrialState.FAIL and surplus.user_attrs["surplus"] is True
+    assert surplus.params == {}  # it ended before choosing a configuration
+
+
+def test_a_spent_budget_prunes_the_next_trial_before_it_starts():
+    budget = CallBudget(limit=1)
+    budget.calls = 1
+    study = optuna.create_study(directions=["maximize", "minimize"])
+    study.optimize(objective(budget), n_trials=1)
+    [trial] = study.trials
+    assert trial.state == TrialState.PRUNED
+    assert trial.user_attrs["stopped"] == "max-lm-calls reached before the trial started"
+
+
+def dead_pid() -> int:
+    child = subprocess.Popen([sys.executable, "-c", "pass"])
+    child.wait()
+    return child.pid
+
+
+def test_running_trials_of_dead_local_workers_are_reaped():
+    host = socket.gethostname()
+    study = optuna.create_study(directions=["maximize", "minimize"])
+    owners = {
+        "dead": f"{host}:{dead_pid()}",
+        "alive": f"{host}:{os.getppid()}",
+        "this process": worker_id(),
+        "other host": "another-machine:12345",
+        "unknown": "",
+    }
+    numbers = {}
+    for name, owner in owners.items():
+        trial = study.ask()
+        trial.set_user_attr("worker", owner)
+        numbers[name] = trial.number
+    done = study.ask()
+    study.tell(done, [0.5, 100.0])
+    assert count_active(study) == 6
+
+    assert reap_dead_local_trials(study) == [numbers["dead"]]
+    reaped = study.trials[numbers["dead"]]
+    assert reaped.state == TrialState.FAIL
+    assert reaped.user_attrs["reaped"] == f"worker {owners['dead']} had died"
+    running = [t.number for t in study.trials if t.state == TrialState.RUNNING]
+    assert running == [numbers[n] for n in ("alive", "this process", "other host", "unknown")]
+    assert count_active(study) == 5
+    assert count_active(study, below=numbers["other host"]) == 2  # alive, this process
+    assert reap_dead_local_trials(study) == []  # nothing left to reap
