@@ -145,7 +145,7 @@ def test_an_lm_setup_error_aborts_the_run_and_cancels_the_rest():
         if i == 1:
             raise LMSetupError("no API key for openai/x; set OPENAI_API_KEY")
         if i > 1:
-            time.sleep(0.05)  # give the abort time to cancel the queued questions
+            time.sleep(0.2)  # the abort cancels the queued questions meanwhile
         return f"gold {i}"
 
     program = Scripted(script)

@@ -95,6 +95,8 @@ def made(monkeypatch) -> list[tuple[str, dict]]:
 
 
 def test_the_callers_settings_are_left_alone_and_the_sessions_copy_is_filled_in(data):
+    aliases = data["corpus"].with_name("frames_link_to_page.tsv")
+    shutil.copy(FIXTURES / "tiny" / "frames_link_to_page.tsv", aliases)
     settings = settings_for(data, distractors=None)
     before = dataclasses.asdict(settings)
     session = open_session(settings, store_needed=True, retriever_needed=False, lm=lm_for_tests())
@@ -103,7 +105,8 @@ def test_the_callers_settings_are_left_alone_and_the_sessions_copy_is_filled_in(
     filled = session.settings
     assert filled is not settings
     assert filled.corpus == str(data["corpus"])
-    assert filled.aliases is None and filled.distractors is None  # a user's corpus as it is
+    assert filled.aliases == str(aliases)  # the alias table beside the corpus is used
+    assert filled.distractors is None  # a user's corpus gets no default distractors
     assert filled.context_tokens == session.context_tokens == 2000  # embedded 'local' default
     assert filled.judge_min_overlap == 0.5  # the embedded judge says TRUE too easily
     assert session.model == parse_spec("local")
