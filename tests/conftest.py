@@ -7,6 +7,7 @@ can never hide a broken code path.
 from __future__ import annotations
 
 import os
+import sys
 import tempfile
 from pathlib import Path
 
@@ -19,11 +20,17 @@ os.environ["FRAMES_DSPY_CACHE"] = str(_TMP_ROOT / "cache")
 import dspy  # noqa: E402
 import pytest  # noqa: E402
 
+REPO = Path(__file__).resolve().parents[1]
+FIXTURES = Path(__file__).parent / "fixtures"
+# The optimize tests' helpers (opt_fake, opt_helpers) sit beside the data they use.
+sys.path.insert(0, str(FIXTURES))
+
 # The frames_dspy.lm fakes' fixtures, for every test module that runs an LM.
 from lm_fakes import fake_llama_cpp, gguf, model_dir, real_model_path  # noqa: E402, F401
 
-REPO = Path(__file__).resolve().parents[1]
-FIXTURES = Path(__file__).parent / "fixtures"
+# The optimize tests' tiny study data (twelve two-hop questions, their corpus and index).
+from opt_helpers import tiny  # noqa: E402, F401
+
 _SHARED = REPO.parent / "shared" / "data" / "raw"
 if "FRAMES_DATA_DIR" not in os.environ and _SHARED.is_dir():
     os.environ["FRAMES_DATA_DIR"] = str(_SHARED)

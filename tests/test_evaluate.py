@@ -1,4 +1,4 @@
-"""Tests for frames_dspy.evaluate: run folders, resuming, bad input, and a whole tiny run.
+"""Tests for frames_dspy.evaluate: resuming run folders, bad input, and a whole tiny run.
 
 The LMs are always DummyLMs: injected into ``run_evaluation``, or put in place of
 ``frames_dspy.lm.make_lm`` when going through ``main()``. The data is
@@ -28,7 +28,6 @@ from frames_dspy.corpus import load_corpus
 from frames_dspy.data import dataset_fingerprint, load_frames
 from frames_dspy.evaluation import EvalConfig, run_evaluation
 from frames_dspy.programs import CONDITIONS, Naive, save_program
-from frames_dspy.run_folder import RunFolder
 
 FIXTURES = Path(__file__).parent / "fixtures"
 REPO = Path(__file__).resolve().parents[1]
@@ -211,22 +210,6 @@ def test_resume_repairs_a_torn_last_line(data, tmp_path):
     assert len(repaired) == 3
     assert all(json.loads(line) for line in repaired)
     assert set(keys_of(out).values()) == {1}
-
-
-def test_run_folder_append_and_done(tmp_path):
-    run = RunFolder(tmp_path / "run")
-    run.append({"condition": "naive", "id": 3, "answer": "x"})
-    run.append({"condition": "oracle", "id": "4", "answer": "y"})
-    assert run.done() == {("naive", 3), ("oracle", 4)}
-    with run.predictions.open("a") as handle:
-        handle.write('{"condition": "naive", "id"')
-    reopened = RunFolder(tmp_path / "run")
-    assert reopened.done() == {("naive", 3), ("oracle", 4)}
-    reopened.append({"condition": "naive", "id": 5})
-    assert [json.loads(line)["id"] for line in lines_of(reopened.path)] == [3, "4", 5]
-    reopened.write_json("extra.json", {"a": 1})
-    assert json.loads((reopened.path / "extra.json").read_text()) == {"a": 1}
-    assert not (reopened.path / "extra.json.tmp").exists()
 
 
 def _load_kill_script():

@@ -15,6 +15,7 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Mapping
 from dataclasses import dataclass
+from numbers import Integral, Real
 from typing import Any
 
 __all__ = ["ProgramSpec", "register_kind", "kind_settings"]
@@ -93,8 +94,15 @@ class ProgramSpec:
                 object.__setattr__(self, name, default)
         for name in _POSITIVE:
             value = getattr(self, name)
-            if value is not None and (isinstance(value, bool) or int(value) != value or value < 1):
+            if value is None:
+                continue
+            whole = isinstance(value, Integral) or (
+                isinstance(value, Real) and float(value).is_integer()
+            )
+            if isinstance(value, bool) or not whole or value < 1:
                 raise ValueError(f"{name}={value!r} must be a whole number of at least 1")
+            # A JSON file may say 2.0; the programs count with it (range(rounds)).
+            object.__setattr__(self, name, int(value))
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> ProgramSpec:

@@ -1,0 +1,146 @@
+"""optimize.optimizers: settings, short demos, and GEPA's feedback metric."""
+
+from __future__ import annotations
+
+import re
+
+import dspy
+import pytest
+from opt_fake import FakeLM
+
+from frames_dspy.metrics import Autorater
+from frames_dspy.programs import build_program
+from optimize.optimizers import (
+    FeedbackMetric,
+    ObjectiveMetric,
+    OptimizerSettings,
+    compile_program,
+    rough_calls,
+    trim_demos,
+)
+
+
+def test_gepa_feedback_metric_has_gepas_signature(tiny):
+    examples, store, knowledge, _ = tiny
+    metric = FeedbackMetric(Autorater(FakeLM(knowledge)), store)
+    pred = dspy.Prediction(answer="1843", context_ids=[[]])
+    out = metric(examples[0], pred, None, "generate.predict", None)
+    assert out.score == 1.0 and "Correct" in out.feedback and "they missed:" in out.feedback
+    gold = [a.title for a in store.resolve_many(examples[0].gold_urls)]
+    assert gold and all(title in out.feedback for title in gold)  # the missed articles, named
+    wrong = metric(examples[0], dspy.Prediction(answer="no idea"), None, None, None)
+    assert wrong.score == 0.0 and "1843" in wrong.feedback
+    found = [a.id for a in store.resolve_many(examples[0].gold_urls)]
+    right = metric(examples[0], dspy.Prediction(answer="x", context_ids=[found]), None, None, None)
+    assert "they missed" not in right.feedback and f"found {len(found)} of" in right.feedback
+
+
+def test_objective_metrics_score_recall_and_break_ties(tiny):
+    examples, store, knowledge, _ = tiny
+    autorater = Autorater(FakeLM(knowledge))
+    example = examples[0]
+    gold = [a.id for a in store.resolve_many(example.gold_urls)]
+    half = dspy.Prediction(answer="no idea", context_ids=[gold[:1]])
+    full = dspy.Prediction(answer="1843", context_ids=[gold])
+    recall = ObjectiveMetric("recall", autorater, store)
+    assert recall(example, half) == pytest.approx(1 / len(gold))
+    assert recall(example, full) == 1.0 and recall(example, full, trace=True) is True
+    both = ObjectiveMetric("accuracy+recall", autorater, store, n=9)
+    assert both(example, half) == pytest.approx(1 / len(gold) / 10)  # less than 1 question
+    assert both(example, full) == pytest.approx(1.1)
+    with pytest.raises(ValueError, match="needs the article store"):
+        ObjectiveMetric("recall", autorater)
+
+
+def test_the_feedback_for_the_query_writer_names_the_gold_articles(tiny):
+    examples, store, knowledge, _ = tiny
+    metric = FeedbackMetric(Autorater(FakeLM(knowledge)), store)
+    person, town = examples[0].gold_titles
+    found_half = [[store.resolve(examples[0].gold_urls[0]).id]]
+    pred = dspy.Prediction(answer="no idea", context_ids=found_half)
+    out = metric(examples[0], pred, None, "generate", None)
+    assert out.score == 0.0
+    assert "found 1 of the 2 Wikipedia articles the question needs" in out.feedback
+    assert f"(found: {person}); they missed: {town}." in out.feedback
+    # The answer step's feedback is the verdict alone.
+    answer = metric(examples[0], pred, None, "answer.predict", None)
+    assert "articles the question needs" not in answer.feedback
+    assert "Incorrect" in answer.feedback
+
+
+@pytest.mark.parametrize(
+    "settings, message",
+    [
+        ({"name": "magic"}, "unknown optimizer 'magic'; choose one of none, bootstrap-rs"),
+        ({"max_demos": -1}, "max_demos=-1 must be >= 0"),
+        ({"name": "bootstrap-rs", "max_demos": 0}, "bootstrap-rs only adds demos"),
+        ({"demo_chars": 99}, "demo_chars=99 is too small"),
+        ({"candidates": 0}, "candidates=0 must be at least 1"),
+    ],
+)
+def test_bad_optimizer_settings_are_refused(settings, message):
+    with pytest.raises(ValueError, match=re.escape(message)):
+        OptimizerSettings(**settings)
+
+
+@pytest.mark.parametrize(
+    "name, instructions_only, demos",
+    [
+        ("none", False, 0),
+        ("gepa", False, 0),  # GEPA evolves instructions only
+        ("bootstrap-rs", True, 3),  # it only adds demos, so instructions_only does not apply
+        ("mipro", False, 3),
+        ("mipro", True, 0),
+        ("simba", True, 0),
+    ],
+)
+def test_how_many_demos_each_optimizer_may_add(name, instructions_only, demos):
+    settings = OptimizerSettings(name=name, max_demos=3, instructions_only=instructions_only)
+    assert settings.demos == demos
+
+
+def test_trim_demos_cuts_long_strings_only():
+    program = build_program({"kind": "bm25", "n_docs": 2}, retriever=object())
+    long_context = "word " * 100
+    program.answer.demos = [
+        dspy.Example(context=long_context, question="short?", answer="yes"),
+        {"context": "brief", "question": "q" * 150, "answer": 42},
+    ]
+    assert trim_demos(program, 120) == 2
+    first, second = program.answer.demos
+    assert isinstance(first, dspy.Example) and isinstance(second, dict)
+    assert first.context == long_context[:120].rstrip() + " …"
+    assert (first.question, first.answer) == ("short?", "yes")
+    assert second == {"context": "brief", "question": "q" * 120 + " …", "answer": 42}
+    assert trim_demos(program, 200) == 0  # cut fields are now short enough
+
+
+def test_compile_program_without_an_optimizer_returns_the_program_and_checks_the_trainset(tiny):
+    examples, store, knowledge, retriever = tiny
+    program = build_program({"kind": "multihop", "rounds": 1, "k": 1}, retriever=retriever)
+    autorater = Autorater(FakeLM(knowledge))
+    lm = FakeLM(knowledge)
+    same = compile_program(
+        program, examples[:1], settings=OptimizerSettings(), autorater=autorater, lm=lm
+    )
+    assert same is program
+    with pytest.raises(ValueError, match="--optimizer bootstrap-rs needs at least 2 train"):
+        compile_program(
+            program,
+            examples[:1],
+            settings=OptimizerSettings(name="bootstrap-rs"),
+            autorater=autorater,
+            lm=lm,
+        )
+    assert lm.history == []
+
+
+def test_rough_calls_grow_with_what_the_optimizer_does():
+    def calls(name, **settings):
+        return rough_calls(OptimizerSettings(name=name, **settings), n_train=10, calls_per_q=3)
+
+    assert calls("none") == 0
+    assert calls("bootstrap-rs", candidates=8) > calls("bootstrap-rs", candidates=2)
+    assert calls("mipro", instructions_only=True) < calls("mipro")
+    assert calls("simba", candidates=4) > calls("simba", candidates=1)
+    assert calls("gepa") > 0

@@ -1,0 +1,312 @@
+"""optimize.study: the search space, the objective and its call budget, resuming, workers.
+
+The kill and worker tests run the study in child processes (tests/fixtures/opt_run_study.py)
+with the fake LM; the others call ``run_compile`` or the study's parts directly.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import signal
+import socket
+import subprocess
+import sys
+import time
+
+import optuna
+import pandas as pd
+import pytest
+from opt_helpers import (
+    load_study,
+    quiet_optuna,  # noqa: F401 (an autouse fixture)
+    run_tiny,
+    spawn_study,
+)
+from optuna.distributions import CategoricalDistribution, IntDistribution
+from optuna.trial import TrialState
+
+from frames_dspy.accounting import CallBudget
+from frames_dspy.programs import ProgramSpec
+from optimize.study import (
+    DevScore,
+    Objective,
+    SearchSpace,
+    SurplusTrial,
+    count_active,
+    reap_dead_local_trials,
+    trial_spec,
+    worker_id,
+)
+
+
+def test_killed_study_resumes_where_it_stopped(tmp_path):
+    first = spawn_study(tmp_path, 4, delay=0.15)
+    seen = []
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline:
+        line = first.stdout.readline()
+        seen.append(line)
+        if line.startswith("trial   1"):
+            break
+        assert line or first.poll() is None, "".join(seen) + first.stderr.read()
+    time.sleep(0.5)  # well inside trial 2 (each trial makes ~10 calls of 0.15 s)
+    first.send_signal(signal.SIGKILL)
+    first.wait(timeout=10)
+    study = load_study(tmp_path)
+    assert [t.state for t in study.trials][:2] == [TrialState.COMPLETE] * 2
+    assert study.trials[-1].state == TrialState.RUNNING  # the trial the kill interrupted
+    before = {t.number: t.params for t in study.trials[:2]}
+
+    second = spawn_study(tmp_path, 4)
+    stdout, stderr = second.communicate(timeout=60)
+    assert second.returncode == 0, stderr
+    study = load_study(tmp_path)
+    complete = [t for t in study.trials if t.state == TrialState.COMPLETE]
+    assert len(complete) == 4
+    assert {t.number: t.params for t in complete[:2]} == before  # kept, not restarted
+    interrupted = study.trials[2]
+    assert interrupted.state == TrialState.FAIL and "reaped" in interrupted.user_attrs
+    assert [t.number for t in complete] == [0, 1, 3, 4]
+    assert (tmp_path / "test_score.json").is_file()
+
+
+def test_two_workers_share_one_study_without_losing_trials(tiny, tmp_path):
+    storage = f"sqlite:///{tmp_path / 'shared.db'}"
+    workers = [
+        spawn_study(tmp_path / f"w{i}", 4, "--workers-only", "--storage", storage, delay=0.08)
+        for i in range(2)
+    ]
+    for worker in workers:
+        stdout, stderr = worker.communicate(timeout=80)
+        assert worker.returncode == 0, stderr
+    study = optuna.load_study(study_name="frames-multihop", storage=storage)
+    complete = [t for t in study.trials if t.state == TrialState.COMPLETE]
+    assert len(complete) == 4
+    assert not [t for t in study.trials if t.state == TrialState.RUNNING]
+    # Anything else is a trial a worker started after the target was met, marked as such.
+    assert all(t.user_attrs.get("surplus") for t in study.trials if t not in complete)
+    assert len({t.user_attrs["worker"] for t in complete}) == 2
+    assert not (tmp_path / "w0" / "test_score.json").exists()  # workers only run trials
+
+    # The main command then joins the same study, adds nothing and does the final step.
+    result, _ = run_tiny(tiny, tmp_path / "main", storage=storage, trials=4)
+    assert result.complete_trials == 4 and result.test is not None
+
+
+def test_max_lm_calls_stops_cleanly_and_keeps_the_trials(tiny, tmp_path):
+    # Price the first trial (the seeded sampler proposes the same one again), then allow one
+    # call more: the second trial starts, runs one question and is stopped before the next.
+    run_tiny(tiny, tmp_path / "probe", trials=1)
+    first_cost = load_study(tmp_path / "probe").trials[0].user_attrs["lm_calls_total"]
+    limit = first_cost + 1
+    result, lines = run_tiny(tiny, tmp_path, trials=10, max_lm_calls=limit)
+
+    assert "max-lm-calls" in result.stopped
+    study = load_study(tmp_path)
+    states = [t.state for t in study.trials]
+    assert states == [TrialState.COMPLETE, TrialState.PRUNED]
+    assert "after 1/3 dev questions" in study.trials[1].user_attrs["stopped"]
+    assert len(pd.read_csv(tmp_path / "trials.csv")) == 2
+    assert (tmp_path / "program.json").is_file()  # the best trial so far, saved
+    assert not (tmp_path / "test_score.json").exists()  # the test split was not touched
+    config = json.loads((tmp_path / "config.json").read_text())
+    assert config["status"] == "stopped" and limit <= config["lm_calls"] < limit + 7
+    assert any("max-lm-calls" in line for line in lines)
+
+    # A rerun with more budget keeps both and carries on to the target.
+    result, _ = run_tiny(tiny, tmp_path, trials=3)
+    states = [t.state for t in load_study(tmp_path).trials]
+    assert states.count(TrialState.COMPLETE) == 3 and states[:2] == [
+        TrialState.COMPLETE,
+        TrialState.PRUNED,
+    ]
+    assert result.test is not None
+
+
+def test_search_space_ranges_bound_every_trial(tiny, tmp_path):
+    run_tiny(tiny, tmp_path, rounds=(2, 2), k=(1, 2), n_docs=(3, 4), prompts=("vanilla",))
+    trials = pd.read_csv(tmp_path / "trials.csv")
+    assert set(trials["params_rounds"]) == {2}
+    assert set(trials["params_k"]) <= {1, 2}
+    assert set(trials["params_n_docs"]) <= {3, 4}
+    assert set(trials["params_prompt"]) == {"vanilla"}
+    space = json.loads((tmp_path / "config.json").read_text())["search_space"]
+    assert space["rounds"] == [2, 2] and space["prompts"] == ["vanilla"]
+
+
+def test_env_is_isolated():
+    # conftest points the caches at temporary folders; subprocesses inherit them.
+    assert "frames-dspy-tests-" in os.environ["FRAMES_DSPY_CACHE"]
+
+
+# --- the study's parts, without running programs -----------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "space, message",
+    [
+        ({"rounds": (0, 3)}, "search range rounds=0..3 must satisfy 1 <= low <= high"),
+        ({"k": (4, 2)}, "search range k=4..2"),
+        ({"n_docs": (1, 0)}, "search range n_docs=1..0"),
+        ({"prompts": ("planning", "magic")}, "unknown prompt(s) ['magic']"),
+        ({"prompts": ()}, "unknown prompt(s) []"),
+    ],
+)
+def test_a_bad_search_space_is_refused(space, message):
+    with pytest.raises(ValueError, match=re.escape(message)):
+        SearchSpace(**space)
+
+
+def test_the_search_space_lists_every_configuration():
+    space = SearchSpace(rounds=(1, 2), k=(2, 3), n_docs=(5, 5), prompts=("planning",))
+    configurations = list(space.configurations())
+    assert len(configurations) == 2 * 2 * 1 * 1
+    assert configurations[0] == {"rounds": 1, "k": 2, "n_docs": 5, "prompt": "planning"}
+    assert space.as_dict() == {
+        "rounds": [1, 2],
+        "k": [2, 3],
+        "n_docs": [5, 5],
+        "prompts": ["planning"],
+    }
+    assert len(list(SearchSpace().configurations())) == 5 * 5 * 10 * 2
+
+
+def test_a_trials_parameters_become_a_multihop_spec():
+    spec = trial_spec(
+        {"rounds": 2, "k": 3, "n_docs": 4, "prompt": "planning"},
+        include_question=False,
+        cot=True,
+        context_tokens=800,
+    )
+    assert spec == ProgramSpec(
+        "multihop",
+        rounds=2,
+        k=3,
+        n_docs=4,
+        planning=True,
+        include_question=False,
+        cot=True,
+        context_tokens=800,
+    )
+    assert trial_spec({"rounds": 1, "k": 1, "n_docs": 1, "prompt": "vanilla"}).planning is False
+
+
+def test_a_dev_score_per_question():
+    empty = DevScore(wanted=3)
+    assert (empty.accuracy, empty.tokens_per_q, empty.complete) == (0.0, 0.0, False)
+    score = DevScore(n=3, wanted=3, correct=2, lm_calls=7, metered_tokens=3001, reported_tokens=900)
+    attrs = score.attrs()
+    assert score.complete
+    assert attrs["accuracy"] == round(2 / 3, 6)
+    assert attrs["tokens_per_q"] == 1000.33
+    assert attrs["reported_tokens_per_q"] == 300.0
+    assert attrs["lm_calls_per_q"] == 2.333
+    assert attrs["n_questions"] == 3
+
+
+FIXED = {  # a search space with a single configuration
+    "rounds": IntDistribution(2, 2),
+    "k": IntDistribution(1, 1),
+    "n_docs": IntDistribution(1, 1),
+    "prompt": CategoricalDistribution(["vanilla"]),
+}
+ONLY = {"rounds": 2, "k": 1, "n_docs": 1, "prompt": "vanilla"}
+
+
+def objective(budget: CallBudget, target: int = 5) -> Objective:
+    """An objective whose programs must never run: these trials end before scoring."""
+    return Objective(
+        space=SearchSpace(rounds=(2, 2), k=(1, 1), n_docs=(1, 1), prompts=("vanilla",)),
+        dev=[],
+        train=[],
+        lm=None,
+        autorater=None,
+        store=None,
+        retriever=None,
+        context_tokens=400,
+        budget=budget,
+        target=target,
+    )
+
+
+def study_with_one_trial() -> optuna.Study:
+    study = optuna.create_study(directions=["maximize", "minimize"])
+    study.add_trial(
+        optuna.trial.create_trial(
+            params=ONLY,
+            distributions=FIXED,
+            values=[0.7, 500.0],
+            user_attrs={"accuracy": 0.7, "worker": "elsewhere:1", "seconds": 30.0},
+        )
+    )
+    return study
+
+
+def test_a_repeated_configuration_reuses_the_earlier_result():
+    study = study_with_one_trial()
+    budget = CallBudget()
+    study.optimize(objective(budget), n_trials=1)
+    repeat = study.trials[1]
+    assert repeat.state == TrialState.COMPLETE and repeat.values == [0.7, 500.0]
+    assert repeat.user_attrs["duplicate_of"] == 0
+    assert repeat.user_attrs["accuracy"] == 0.7  # the result is copied ...
+    assert repeat.user_attrs["worker"] == worker_id()  # ... but not who ran it or how long
+    assert "seconds" not in repeat.user_attrs
+    assert budget.calls == 0
+
+
+def test_a_trial_beyond_the_target_is_surplus():
+    study = study_with_one_trial()
+    study.optimize(objective(CallBudget(), target=1), n_trials=1, catch=(SurplusTrial,))
+    surplus = study.trials[1]
+    assert surplus.state == TrialState.FAIL and surplus.user_attrs["surplus"] is True
+    assert surplus.params == {}  # it ended before choosing a configuration
+
+
+def test_a_spent_budget_prunes_the_next_trial_before_it_starts():
+    budget = CallBudget(limit=1)
+    budget.calls = 1
+    study = optuna.create_study(directions=["maximize", "minimize"])
+    study.optimize(objective(budget), n_trials=1)
+    [trial] = study.trials
+    assert trial.state == TrialState.PRUNED
+    assert trial.user_attrs["stopped"] == "max-lm-calls reached before the trial started"
+
+
+def dead_pid() -> int:
+    child = subprocess.Popen([sys.executable, "-c", "pass"])
+    child.wait()
+    return child.pid
+
+
+def test_running_trials_of_dead_local_workers_are_reaped():
+    host = socket.gethostname()
+    study = optuna.create_study(directions=["maximize", "minimize"])
+    owners = {
+        "dead": f"{host}:{dead_pid()}",
+        "alive": f"{host}:{os.getppid()}",
+        "this process": worker_id(),
+        "other host": "another-machine:12345",
+        "unknown": "",
+    }
+    numbers = {}
+    for name, owner in owners.items():
+        trial = study.ask()
+        trial.set_user_attr("worker", owner)
+        numbers[name] = trial.number
+    done = study.ask()
+    study.tell(done, [0.5, 100.0])
+    states = (TrialState.COMPLETE, TrialState.RUNNING)
+    assert len(study.get_trials(states=states)) == 6
+
+    assert reap_dead_local_trials(study) == [numbers["dead"]]
+    reaped = study.trials[numbers["dead"]]
+    assert reaped.state == TrialState.FAIL
+    assert reaped.user_attrs["reaped"] == f"worker {owners['dead']} had died"
+    running = [t.number for t in study.trials if t.state == TrialState.RUNNING]
+    assert running == [numbers[n] for n in ("alive", "this process", "other host", "unknown")]
+    assert count_active(study) == 5
+    assert count_active(study, below=numbers["other host"]) == 2  # alive, this process
+    assert reap_dead_local_trials(study) == []  # nothing left to reap
