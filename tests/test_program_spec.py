@@ -330,3 +330,15 @@ def test_an_invalid_saved_spec_names_the_file(tmp_path):
     path.write_text(json.dumps([1, 2]))
     with pytest.raises(ValueError, match="not a JSON object"):
         read_program_file(path)
+
+
+def test_a_naive_file_relabelled_as_oracle_is_refused(tmp_path):
+    from frames_dspy.programs import Naive, check_program_file, save_program
+
+    path = tmp_path / "naive.json"
+    save_program(Naive(), path)
+    state = json.loads(path.read_text())
+    state["frames_dspy_spec"] = {"kind": "oracle", "cot": False, "context_tokens": 500}
+    path.write_text(json.dumps(state))
+    with pytest.raises(ValueError, match="'answer' step has 2 fields but a oracle program's has 3"):
+        check_program_file(path)

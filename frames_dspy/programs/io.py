@@ -152,3 +152,13 @@ def _check_predictors(program: dspy.Module, state: dict[str, Any], path: str | P
             f"{path} holds predictors {sorted(found)} but a {program.spec.kind} program has "
             f"{sorted(expected)}: the file belongs to a different program shape"
         )
+    # Predictors of one name can still differ in their fields (naive's answer step has no
+    # context); DSPy would load the saved fields by position onto the wrong ones.
+    for name, predictor in program.named_predictors():
+        saved = ((state.get(name) or {}).get("signature") or {}).get("fields")
+        if isinstance(saved, list) and len(saved) != len(predictor.signature.fields):
+            raise ValueError(
+                f"{path}: its {name!r} step has {len(saved)} fields but a {program.spec.kind} "
+                f"program's has {len(predictor.signature.fields)}: the file belongs to a "
+                "different program shape"
+            )
