@@ -23,8 +23,8 @@ from typing import Any
 from tabulate import tabulate
 
 from frames_dspy import paths
-from frames_dspy.judge_labels import RulesReport, load_labels, score_rules, split_by_question
-from frames_dspy.rules import RULES
+from frames_dspy.judge.labels import RulesReport, load_labels, score_rules, split_by_question
+from frames_dspy.judge.rules import RULES
 
 
 def _half(report: RulesReport) -> dict[str, Any]:

@@ -99,17 +99,12 @@ def add_model_arguments(parser: argparse.ArgumentParser, defaults: Any) -> None:
         help="OpenAI-compatible server for --model (vLLM, Ollama, llama.cpp)",
     )
     models.add_argument(
-        "--judge-model", default=None, help="autorater LM (default: the same as --model)"
+        "--judge-model",
+        default=None,
+        help="autorater LM for the items its rules leave (default: the same as --model, which "
+        "inflates scores; a run says so)",
     )
     models.add_argument("--judge-api-base", default=None, help="server for --judge-model")
-    models.add_argument(
-        "--judge-min-overlap",
-        type=float,
-        default=None,
-        help="keep a judge's TRUE only if the answer holds this share of the gold answer's "
-        "content words (default 0.5 for the embedded judge, which says TRUE to almost "
-        "anything; 0 for other judges)",
-    )
     models.add_argument("--temperature", type=float, default=defaults.temperature)
     models.add_argument(
         "--lm-timeout",

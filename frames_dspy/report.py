@@ -16,7 +16,8 @@ from typing import Any
 import pandas as pd
 
 from frames_dspy.files import atomic_write_json
-from frames_dspy.metrics import JUDGE_METHODS, mean_recall
+from frames_dspy.judge.autorater import JUDGE_METHODS, is_rule_method, method_counts
+from frames_dspy.metrics import mean_recall
 from frames_dspy.programs import CONDITIONS, PAPER_ACCURACY
 from frames_dspy.run_folder import read_predictions
 
@@ -93,10 +94,23 @@ def _error_kinds(group: pd.DataFrame) -> dict[str, int]:
     return {str(k): int(v) for k, v in kinds.value_counts().items()}
 
 
+def _verdicts(group: pd.DataFrame) -> dict[str, Any]:
+    """Who decided: verdicts per method, and how many came from rules and from the LM."""
+    methods = [m if isinstance(m, str) else None for m in group["judge_method"]]
+    p_true = group["judge_p_true"].dropna() if "judge_p_true" in group else pd.Series([])
+    return {
+        "verdicts_by_method": method_counts(methods),
+        "rule_verdicts": sum(is_rule_method(m) for m in methods),
+        "lm_verdicts": sum(m in JUDGE_METHODS for m in methods),
+        "lm_verdicts_with_p_true": int(p_true.size),
+    }
+
+
 def summarize_run(frame: pd.DataFrame) -> dict[str, dict[str, Any]]:
     """Per condition: accuracy with a 95% interval over every question tried, failures by
-    kind, judge errors, cached calls and retries, recall per round (over every question with
-    a gold article), tokens, LM calls and seconds per question.
+    kind, judge errors, who decided (verdicts per method, rules and LM), cached calls and
+    retries, recall per round (over every question with a gold article), tokens, LM calls and
+    seconds per question.
 
     A program error or a judge error counts as not correct, so ``n`` is every question tried
     and nothing is averaged over the successes only; ``accuracy_judged`` leaves judge errors
@@ -127,6 +141,7 @@ def summarize_run(frame: pd.DataFrame) -> dict[str, dict[str, Any]]:
             "program_errors_by_kind": _error_kinds(group),
             "judge_errors": judge_errors,
             "judge_calls": int(group["judge_method"].isin(JUDGE_METHODS).sum()),
+            **_verdicts(group),
             "lm_calls": lm_calls,
             "cached_calls": cached,
             "retries": _total(group, "retries"),
@@ -159,17 +174,18 @@ def table3_markdown(
     """The paper's Table 3 shape: accuracy per setup, ours beside Gemini-Pro-1.5's.
 
     Every row also shows what could flatter it: questions whose program failed (counted
-    wrong), judge errors (counted wrong), LM calls answered from the cache, retried faults,
-    and how many questions the recall is averaged over. ``notes`` are printed above it.
+    wrong), judge errors (counted wrong), how many verdicts the autorater's rules and its LM
+    judge gave, LM calls answered from the cache, retried faults, and how many questions the
+    recall is averaged over. ``notes`` are printed above it.
     """
     lines = [f"> {note}" for note in notes]
     if lines:
         lines.append("")
     lines += [
         f"| condition | n | accuracy ({model or 'this run'}) | 95% CI | failed | judge errors | "
-        "cached calls | retries | final recall (n) | tokens/q | LM calls/q | "
+        "verdicts rules/LM | cached calls | retries | final recall (n) | tokens/q | LM calls/q | "
         "paper (Gemini-Pro-1.5) |",
-        "|---|---:|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|",
+        "|---|---:|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
     ]
     names = [c for c in CONDITION_ORDER if c in summary] + sorted(
         set(summary) - set(CONDITION_ORDER)
@@ -182,10 +198,12 @@ def table3_markdown(
         calls = row.get("lm_calls", 0)
         cached = row.get("cached_calls", 0)
         cached_text = f"{cached}/{calls}" if calls else str(cached)
+        verdicts = f"{row['rule_verdicts']}/{row['lm_verdicts']}" if "rule_verdicts" in row else "—"
         lines.append(
             f"| {name} | {row['n']} | {_fmt(row['accuracy'])} | "
             f"[{_fmt(low, 2)}, {_fmt(high, 2)}] | {row.get('program_errors', 0)} | "
-            f"{row['judge_errors']} | {cached_text} | {row.get('retries', 0)} | {recall_text} | "
+            f"{row['judge_errors']} | {verdicts} | {cached_text} | {row.get('retries', 0)} | "
+            f"{recall_text} | "
             f"{row['tokens_per_question']:.0f} | {row['lm_calls_per_question']:.1f} | "
             f"{_fmt(PAPER_ACCURACY.get(name))} |"
         )

@@ -26,8 +26,9 @@ from typing import Any
 import dspy
 
 from frames_dspy.accounting import TOKEN_METER, attached_callbacks, metered
+from frames_dspy.judge.autorater import Autorater, Judgement
 from frames_dspy.lm import LMSetupError
-from frames_dspy.metrics import Autorater, Judgement, gold_recall, query_repetition_rate
+from frames_dspy.metrics import gold_recall, query_repetition_rate
 from frames_dspy.programs.modules import recording_rounds
 
 logger = logging.getLogger(__name__)
@@ -99,7 +100,9 @@ def run_question(
         "gold_answer": example.answer,
         "answer": pred.answer,
         "correct": verdict.correct,
+        # A rule's name, "judge" or "judge_error"; P(TRUE) when the judge LM gave logprobs.
         "judge_method": verdict.method,
+        "judge_p_true": verdict.p_true,
         "judge_explanation": verdict.explanation,
         "error": error,
         "error_kind": error_kind,

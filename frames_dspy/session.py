@@ -18,9 +18,9 @@ import dspy
 
 from frames_dspy.corpus import ArticleStore, default_aliases, load_corpus
 from frames_dspy.data import dataset_fingerprint
+from frames_dspy.judge.autorater import AUTORATER, Autorater
 from frames_dspy.lm import ModelSpec, context_window, make_lm, parse_spec
 from frames_dspy.lm.cache import use_cache
-from frames_dspy.metrics import Autorater, default_min_overlap
 from frames_dspy.paths import data_file, default_dataset
 from frames_dspy.run_folder import environment_record
 
@@ -46,7 +46,7 @@ SESSION_KEYS = (
     "api_base",
     "judge_model",
     "judge_api_base",
-    "judge_min_overlap",
+    "autorater",
     "temperature",
     "max_tokens",
     "retriever",
@@ -63,8 +63,9 @@ class ModelDataSettings:
             LiteLLM model string).
         judge_model: The autorater's LM spec; None means the program's model.
         api_base, judge_api_base: OpenAI-compatible servers for the two.
-        judge_min_overlap: See :class:`frames_dspy.metrics.Autorater`; None picks the default
-            for the judge's kind.
+        autorater: Which autorater scores the answers (:data:`frames_dspy.judge.AUTORATER`);
+            not a flag but a record, so a run folder or study scored by another autorater
+            (an older one, or one with the overlap guard) is not resumed with this one.
         temperature, max_tokens: Program LM sampling and output limit.
         lm_timeout: Seconds one LM call may take (None: the provider's default; no limit
             for the embedded model); a call over it is retried (API models), then recorded
@@ -81,7 +82,7 @@ class ModelDataSettings:
     judge_model: str | None = None
     api_base: str | None = None
     judge_api_base: str | None = None
-    judge_min_overlap: float | None = None
+    autorater: str = AUTORATER
     temperature: float = 0.0
     # Answers and query lists are short; a small model that loops stops here instead of
     # spending minutes (and a parse-failure retry) on 512 tokens of repetition.
@@ -166,7 +167,8 @@ def make_judge(
 
     With the program's own model as judge, the judge is a copy of ``lm`` with its own limits
     (greedy, :data:`JUDGE_MAX_TOKENS`), so its calls are told apart from the program's.
-    Fills ``settings.judge_min_overlap`` in when it is None.
+    ``python -m frames_dspy.judge validate`` builds its judge here too, so the agreement it
+    measures is that of a run's autorater.
     """
     if judge_lm is None:
         if settings.judge_is_program_model():
@@ -183,10 +185,7 @@ def make_judge(
             )
     elif judge_lm is lm:
         judge_lm = lm.copy(temperature=0.0, max_tokens=JUDGE_MAX_TOKENS)
-    if settings.judge_min_overlap is None:
-        judge = _spec_of(settings.judge_model or settings.model, judge_lm)
-        settings.judge_min_overlap = default_min_overlap(judge)
-    return judge_lm, Autorater(judge_lm, min_overlap=settings.judge_min_overlap)
+    return judge_lm, Autorater(judge_lm)
 
 
 @dataclass
@@ -194,8 +193,8 @@ class Session:
     """What a run works with; ``settings`` is a filled-in copy of the caller's settings.
 
     Attributes:
-        settings: The settings with every default resolved (corpus paths, budget, judge
-            overlap), as a run records them.
+        settings: The settings with every default resolved (corpus paths, budget), as a
+            run records them.
         model: The program model's parsed spec (an injected LM whose name is no spec counts
             as an API model).
         lm, judge_lm, autorater: The program LM, the judge LM and the metric.

@@ -87,19 +87,19 @@ class PlanQueries(dspy.Signature):
 
 
 class JudgeAnswer(dspy.Signature):
-    """Judge whether a response to a question is correct, given the ground-truth answer.
+    """Decide whether the ground-truth answer is present in a response to a question.
 
-    The response is correct when it carries the meaning and the vital facts of the ground
-    truth, even if it is worded differently, is longer, or adds details that do not contradict
-    it. Numbers must match in substance (formatting and units may differ); dates must name the
-    same day, month or year as the ground truth requires. A response that hedges between
-    several answers, contradicts the ground truth or misses its key fact is incorrect. First
-    explain briefly, then decide."""
+    Judge substance, not wording. The response is correct when the meaning and the vital
+    facts of the ground truth are in it, however it is phrased: another form of the same name
+    or place, the same number or date written differently, or extra detail that does not
+    contradict it. It is incorrect when it gives a different answer, leaves out a vital part
+    of the ground truth, wavers between several answers, or mentions the ground truth only to
+    set it aside. Explain briefly first, then decide."""
 
     question: str = dspy.InputField()
     gold_answer: str = dspy.InputField(desc="the ground-truth answer")
-    response: str = dspy.InputField(desc="the answer being judged")
+    response: str = dspy.InputField(desc="the response being judged")
     explanation: str = dspy.OutputField(desc="one or two sentences comparing the two")
     decision: Literal["TRUE", "FALSE"] = dspy.OutputField(
-        desc="TRUE if the response carries the ground truth's meaning, else FALSE"
+        desc="TRUE if the ground truth's meaning and vital facts are in the response, else FALSE"
     )

@@ -129,6 +129,11 @@ def run_compile(
     )
     config = session.settings
     config.out = str(out)
+    if session.self_judging:
+        logger.warning(
+            "SELF-JUDGING: the autorater's LM judge is the model under test, which tends to "
+            "inflate trial scores; pass --judge-model for numbers to compare"
+        )
     opt = config.optimizer_settings(embedded=session.model.embedded)
 
     provenance = session.provenance(examples)

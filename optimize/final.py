@@ -151,7 +151,6 @@ def reproduce_command(config: CompileConfig, out: Path) -> str:
         ("--api-base", config.api_base),
         ("--judge-model", config.judge_model),
         ("--judge-api-base", config.judge_api_base),
-        ("--judge-min-overlap", config.judge_min_overlap),
         ("--revision", config.revision),
         ("--corpus", config.corpus),
         ("--aliases", config.aliases),

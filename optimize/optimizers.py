@@ -17,7 +17,7 @@ from typing import Any
 
 import dspy
 
-from frames_dspy.metrics import Autorater
+from frames_dspy.judge.autorater import Autorater
 
 logger = logging.getLogger(__name__)
 

@@ -32,7 +32,8 @@ from optuna.exceptions import UpdateFinishedTrialError
 from optuna.trial import FrozenTrial, TrialState
 
 from frames_dspy.accounting import CallBudget
-from frames_dspy.metrics import JUDGE_METHODS, Autorater, mean_recall
+from frames_dspy.judge.autorater import JUDGE_METHODS, Autorater
+from frames_dspy.metrics import mean_recall
 from frames_dspy.programs import ProgramSpec, build_program
 from frames_dspy.run_folder import RunFolder
 from frames_dspy.runner import Runner

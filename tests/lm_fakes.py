@@ -76,6 +76,72 @@ class FakeLlama:
         return 3
 
 
+class ScriptedLlama(FakeLlama):
+    """A fake ``Llama`` that generates ``pieces`` one token each, through the logits processors.
+
+    Each step hands every processor the token ids so far and a row of scores over a small
+    vocabulary (the pieces, the alternatives and an end-of-generation token) in which the
+    step's piece is the most likely; ``alternatives[i]`` gives step ``i`` other tokens with set
+    probabilities (the piece's own probability among them).
+    """
+
+    EOS = "<eos>"
+
+    def __init__(self, pieces, alternatives=None, **kwargs):
+        super().__init__(reply="".join(pieces), **kwargs)
+        self.pieces = list(pieces)
+        self.alternatives = dict(alternatives or {})
+        words = [*self.pieces, *(w for alt in self.alternatives.values() for w in alt), self.EOS]
+        self.vocab = list(dict.fromkeys(words))
+        self.processor_calls = 0
+
+    def token_eos(self) -> int:
+        return self.vocab.index(self.EOS)
+
+    def detokenize(self, tokens, prev_tokens=None, special=False) -> bytes:
+        return b"".join(self.vocab[t].encode() for t in tokens if self.vocab[t] != self.EOS)
+
+    def _scores(self, step: int) -> np.ndarray:
+        scores = np.full(len(self.vocab), -30.0, dtype=np.float32)
+        if step < len(self.pieces):
+            odds = self.alternatives.get(step) or {self.pieces[step]: 1.0}
+        else:
+            odds = {self.EOS: 1.0}
+        for word, probability in odds.items():
+            scores[self.vocab.index(word)] = np.log(probability)
+        return scores
+
+    def create_chat_completion(self, messages, **kwargs):
+        self.calls.append((messages, kwargs))
+        ids = [0, 0, 0]  # the prompt
+        for step in range(len(self.pieces) + 1):
+            scores = self._scores(step)
+            for processor in kwargs.get("logits_processor") or []:
+                self.processor_calls += 1
+                scores = processor(np.array(ids, dtype=np.intc), scores)
+            if step < len(self.pieces):
+                ids.append(self.vocab.index(self.pieces[step]))
+        return {
+            "id": "chatcmpl-scripted",
+            "choices": [
+                {"message": {"role": "assistant", "content": self.reply}, "finish_reason": "stop"}
+            ],
+            "usage": {"prompt_tokens": 3, "completion_tokens": len(self.pieces)},
+        }
+
+
+def judge_pieces(decision: str = "TRUE", explanation: str = "Same person.") -> list[str]:
+    """A judge's chat-format reply, one piece per token (the decision is piece 4)."""
+    return [
+        "[[ ## explanation ## ]]\n",
+        explanation,
+        "\n\n",
+        "[[ ## decision ## ]]\n",
+        decision,
+        "\n\n[[ ## completed ## ]]",
+    ]
+
+
 def patch_llama_cpp(monkeypatch, fake) -> None:
     """Make ``fake`` the ``llama_cpp`` module everywhere the package imports it.
 

@@ -6,8 +6,8 @@ from decimal import Decimal
 
 import pytest
 
-from frames_dspy.answer_forms import compare_quantities, fold, parse_dates, parse_quantities
-from frames_dspy.units import unit_of
+from frames_dspy.judge.answer_forms import compare_quantities, fold, parse_dates, parse_quantities
+from frames_dspy.judge.units import unit_of
 
 
 def one(text: str):

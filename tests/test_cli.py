@@ -96,7 +96,6 @@ def test_the_model_and_data_groups_hold_their_options():
         ("--api-base",),
         ("--judge-model",),
         ("--judge-api-base",),
-        ("--judge-min-overlap",),
         ("--temperature",),
         ("--lm-timeout",),
         ("--cache",),
@@ -126,8 +125,6 @@ def test_options_become_settings():
         "openai/gpt-4o-mini",
         "--judge-model",
         "openai/gpt-4o",
-        "--judge-min-overlap",
-        "0.3",
         "--max-tokens",
         "64",
         "--corpus",
@@ -139,7 +136,7 @@ def test_options_become_settings():
     ]
     settings = ModelDataSettings(**vars(shared_parser().parse_args(argv)))
     assert settings.model == "openai/gpt-4o-mini" and settings.judge_model == "openai/gpt-4o"
-    assert settings.judge_min_overlap == 0.3 and settings.max_tokens == 64
+    assert settings.max_tokens == 64
     assert (settings.corpus, settings.distractors) == ("pages.jsonl", "none")
     assert settings.retriever == "rank-bm25"
 
@@ -149,7 +146,7 @@ def test_options_become_settings():
     [
         (["--max-tokens", "0"], "--max-tokens 0 must be at least 1"),
         (["--retriever", "faiss"], "invalid choice: 'faiss'"),
-        (["--judge-min-overlap", "half"], "invalid float value: 'half'"),
+        (["--lm-timeout", "soon"], "--lm-timeout 'soon' is not a number"),
         (["--temperature", "hot"], "invalid float value: 'hot'"),
     ],
 )

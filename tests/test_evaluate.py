@@ -23,10 +23,11 @@ import dspy
 import pytest
 from dspy.utils.dummies import DummyLM
 
-from frames_dspy import evaluate
+from frames_dspy import evaluate, report
 from frames_dspy.corpus import load_corpus
 from frames_dspy.data import dataset_fingerprint, load_frames
 from frames_dspy.evaluation import EvalConfig, run_evaluation
+from frames_dspy.judge import AUTORATER
 from frames_dspy.programs import CONDITIONS, Naive, save_program
 
 FIXTURES = Path(__file__).parent / "fixtures"
@@ -45,8 +46,9 @@ def data(tmp_path) -> dict[str, Path]:
     return paths
 
 
-def program_lm() -> DummyLM:
-    """Answers every question "Novak Djokovic"; writes two queries per query step."""
+def program_lm(by_question: dict[str, str] | None = None) -> DummyLM:
+    """Answers every question "Novak Djokovic" (or ``by_question[words in it]``); writes two
+    queries per query step."""
     return DummyLM(
         {
             "`[[ ## plan ## ]]`": {
@@ -54,9 +56,14 @@ def program_lm() -> DummyLM:
                 "queries": ["Edinburgh capital of Scotland", "Trinity College Dublin founded"],
             },
             "`[[ ## queries ## ]]`": {"queries": ["Dracula novel 1897", "MLS Cup 2021"]},
+            **{words: {"answer": answer} for words, answer in (by_question or {}).items()},
             "`[[ ## answer ## ]]`": {"answer": "Novak Djokovic"},
         }
     )
+
+
+#: An answer to question 2 ("Water of Leith") that no rule decides, so the judge is asked.
+LEITH = {"country where Alexander Graham Bell was born": "The Leith"}
 
 
 def judge() -> DummyLM:
@@ -91,7 +98,7 @@ def keys_of(run_dir: Path) -> Counter:
 
 def test_end_to_end_all_six_conditions_then_resume(data, tmp_path):
     out = tmp_path / "run"
-    lm, judge_lm = program_lm(), judge()
+    lm, judge_lm = program_lm(LEITH), judge()
     summary = run_evaluation(config_for(data, out), lm=lm, judge_lm=judge_lm, progress=False)
 
     assert list(summary) == ALL
@@ -120,9 +127,19 @@ def test_end_to_end_all_six_conditions_then_resume(data, tmp_path):
     for condition in ALL:
         assert by_key[(condition, 0)]["correct"] is True
         assert by_key[(condition, 0)]["judge_method"] == "exact"
+    # Question 1's gold is 305: "Novak Djokovic" gives no number (a rule); question 2's answer
+    # "The Leith" for "Water of Leith" is left to the judge.
+    for condition in ALL:
+        assert by_key[(condition, 1)]["judge_method"] == "no_quantity"
+        assert by_key[(condition, 2)]["judge_method"] == "judge"
     judged = [r for r in records if r["judge_method"] == "judge"]
-    assert len(judged) == 6 * 2
+    assert len(judged) == 6 * 1
     assert len(judge_lm.history) == len(judged)
+    assert all(r["judge_p_true"] is None for r in records)  # the fake judge gives no logprobs
+    assert config["settings"]["autorater"] == AUTORATER
+    rows = json.loads((out / "summary.json").read_text())
+    assert all(row["rule_verdicts"] == 2 and row["lm_verdicts"] == 1 for row in rows.values())
+    assert "verdicts rules/LM" in (out / "table.md").read_text()
     # The program LM never judges: its calls are answers and query steps only.
     assert all("decision" not in h["messages"][0]["content"] for h in lm.history)
     # Oracle sees every gold article; multi-step keeps one context per round.
@@ -171,6 +188,26 @@ def test_resume_adds_only_the_missing_questions(data, tmp_path):
     assert set(keys) == {(c, i) for c in both for i in range(3)}
     assert set(keys.values()) == {1}
     assert len(lm.history) == 2  # question 2 under naive and under oracle
+
+
+def test_a_run_scored_by_the_old_autorater_is_not_resumed(data, tmp_path):
+    out = tmp_path / "run"
+    config = config_for(data, out, conditions=["naive"], ids=[0])
+    run_evaluation(config, lm=program_lm(), judge_lm=judge(), progress=False)
+    saved = json.loads((out / "config.json").read_text())
+    # A folder made before the rules and the LM judge were joined: the overlap guard's setting.
+    del saved["settings"]["autorater"]
+    saved["settings"]["judge_min_overlap"] = 0.5
+    (out / "config.json").write_text(json.dumps(saved))
+    with pytest.raises(ValueError, match=r"autorater: None -> 'rules\+judge"):
+        run_evaluation(
+            config_for(data, out, conditions=["naive"]),
+            lm=program_lm(),
+            judge_lm=judge(),
+            progress=False,
+        )
+    # Its records still read and summarise.
+    assert report.summarize_run(report.predictions_frame(out))["naive"]["n"] == 1
 
 
 def test_resume_with_only_some_of_the_conditions(data, tmp_path):
@@ -604,16 +641,26 @@ def test_a_judge_that_fails_gives_judge_errors_not_a_crash(data, tmp_path):
     out = tmp_path / "run"
     summary = run_evaluation(
         config_for(data, out, conditions=["naive"]),
-        lm=DummyLM({"`[[ ## answer ## ]]`": {"answer": "someone else"}}),
+        lm=DummyLM(
+            {
+                "country where Alexander Graham Bell was born": {"answer": "The Leith"},
+                "`[[ ## answer ## ]]`": {"answer": "someone else"},
+            }
+        ),
         judge_lm=BrokenJudge([]),
         progress=False,
     )
     records = [json.loads(line) for line in lines_of(out)]
-    assert {r["judge_method"] for r in records} == {"judge_error"}
-    assert all(
-        r["correct"] is None and "judge server gone" in r["judge_explanation"] for r in records
-    )
-    assert summary["naive"]["judge_errors"] == 3 and summary["naive"]["accuracy"] == 0.0
+    # "someone else" names no form of Novak Djokovic and no number for 305 (rules); "The Leith"
+    # for "Water of Leith" goes to the judge.
+    assert sorted(r["judge_method"] for r in records) == [
+        "different_name",
+        "judge_error",
+        "no_quantity",
+    ]
+    failed = [r for r in records if r["judge_method"] == "judge_error"]
+    assert failed[0]["correct"] is None and "judge server gone" in failed[0]["judge_explanation"]
+    assert summary["naive"]["judge_errors"] == 1 and summary["naive"]["accuracy"] == 0.0
 
 
 def test_the_estimate_comes_before_any_lm_call(data, tmp_path):

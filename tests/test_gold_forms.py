@@ -6,8 +6,8 @@ from decimal import Decimal
 
 import pytest
 
-from frames_dspy.gold_forms import analyse_gold, is_multi_part_question, question_asks
-from frames_dspy.place_names import is_place_name
+from frames_dspy.judge.gold_forms import analyse_gold, is_multi_part_question, question_asks
+from frames_dspy.judge.place_names import is_place_name
 
 
 @pytest.mark.parametrize(

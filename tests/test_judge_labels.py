@@ -10,8 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from frames_dspy.judge_labels import LabelledItem, load_labels, score_rules, split_by_question
-from frames_dspy.rules import RuleVerdict
+from frames_dspy.judge.labels import LabelledItem, load_labels, score_rules, split_by_question
+from frames_dspy.judge.rules import RuleVerdict
 
 ROWS = [
     {"case": 1, "id": 14, "question": "Which player?", "gold": "This was Mesut Ozil.",
@@ -42,7 +42,7 @@ def test_load_labels(labels):
 @pytest.mark.parametrize(
     ("line", "message"),
     [
-        ("not json", "is not JSON"),
+        ("not json", "invalid JSON on line 1"),
         ('{"question": "q", "gold": "g", "label": true}', "lacks \\['response'\\]"),
         ('{"question": "q", "gold": "g", "response": "r", "label": "yes"}', "label 'yes'"),
     ],

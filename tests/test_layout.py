@@ -110,7 +110,7 @@ def test_argparse_lives_only_in_command_line_modules():
         "frames_dspy.data",
         "frames_dspy.wikipedia",
         "frames_dspy.compare",
-        "frames_dspy.judge",
+        "frames_dspy.judge.__main__",
         "optimize.compile",
     }
     users = {

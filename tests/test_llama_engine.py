@@ -6,6 +6,7 @@ embedded 0.5B model in-process.
 
 from __future__ import annotations
 
+import math
 import threading
 import types
 
@@ -13,7 +14,7 @@ import dspy
 import pytest
 from dspy.lm15 import ImagePart, Message, Request, UnsupportedFeatureError
 from dspy.utils.exceptions import ContextWindowExceededError
-from lm_fakes import REPLY, patch_llama_cpp
+from lm_fakes import REPLY, ScriptedLlama, judge_pieces, patch_llama_cpp
 
 import frames_dspy.lm.llama_engine as llama_engine
 from frames_dspy.lm import (
@@ -82,6 +83,68 @@ def test_timeout_is_a_failed_call_not_retried(fake_llama_cpp, gguf):
     # A greedy local model that ran out of time would run out again: one try only.
     assert info.value.attempts == 1 and len(fake_llama_cpp.instances[0].calls) == 1
     assert make_lm(f"local:{gguf}", timeout=30, cache=False)("hi") == [REPLY]
+
+
+def scripted(fake_llama_cpp, pieces, alternatives=None, reply=None):
+    def build(**kwargs):
+        llama = ScriptedLlama(pieces, alternatives)
+        if reply is not None:
+            llama.reply = reply
+        fake_llama_cpp.instances.append(llama)
+        return llama
+
+    fake_llama_cpp.Llama = build
+
+
+def test_logprobs_come_from_the_scores_of_each_generated_token(fake_llama_cpp, gguf):
+    pieces = judge_pieces("TRUE")
+    scripted(fake_llama_cpp, pieces, {4: {"TRUE": 0.7, "FALSE": 0.2, "True": 0.1}})
+    lm = make_lm(f"local:{gguf}", cache=False, timeout=30)
+    (out,) = lm("judge this", logprobs=True, top_logprobs=2)
+    assert out["text"] == "".join(pieces)
+    tokens = out["logprobs"]["content"]
+    assert [t["token"] for t in tokens] == pieces  # the end-of-generation token is left out
+    decision = tokens[4]
+    assert math.exp(decision["logprob"]) == pytest.approx(0.7)
+    top = [(t["token"], round(math.exp(t["logprob"]), 3)) for t in decision["top_logprobs"]]
+    assert top == [("TRUE", 0.7), ("FALSE", 0.2)]
+    assert math.exp(tokens[0]["logprob"]) == pytest.approx(1.0)
+    _, kwargs = fake_llama_cpp.instances[0].calls[-1]
+    # The recorder reads the model's scores before the timeout's processor can mask them.
+    assert type(kwargs["logits_processor"][0]).__name__ == "_StepScores"
+    assert type(kwargs["logits_processor"][1]).__name__ == "_Deadline"
+
+
+def test_logprobs_without_alternatives_and_cut_at_a_stop(fake_llama_cpp, gguf):
+    pieces = ["Par", "is", " is", " the", " answer"]
+    scripted(fake_llama_cpp, pieces, reply="Paris is")  # a stop string cut the text here
+    lm = make_lm(f"local:{gguf}", cache=False)
+    (out,) = lm("capital?", logprobs=True, top_logprobs=0)
+    tokens = out["logprobs"]["content"]
+    assert [t["token"] for t in tokens] == ["Par", "is", " is"]
+    assert all(t["top_logprobs"] == [] for t in tokens)
+
+
+def test_no_logprobs_no_recorder(fake_llama_cpp, gguf):
+    scripted(fake_llama_cpp, ["Paris"])
+    lm = make_lm(f"local:{gguf}", cache=False)
+    assert lm("capital?") == ["Paris"]
+    _, kwargs = fake_llama_cpp.instances[0].calls[-1]
+    assert "logits_processor" not in kwargs
+    assert {"logprobs", "top_logprobs"} <= lm.supported_params
+    assert "response_format" not in lm.supported_params  # the JSONAdapter stays as it was
+
+
+def test_cached_answers_keep_their_logprobs(fake_llama_cpp, gguf):
+    scripted(fake_llama_cpp, judge_pieces("FALSE"), {4: {"FALSE": 0.6, "TRUE": 0.4}})
+    lm = make_lm(f"local:{gguf}", cache=True)
+    first = lm("judge this once", logprobs=True, top_logprobs=3)
+    again = lm("judge this once", logprobs=True, top_logprobs=3)
+    assert len(fake_llama_cpp.instances[0].calls) == 1
+    assert (
+        again[0]["logprobs"]["content"][4]["top_logprobs"]
+        == (first[0]["logprobs"]["content"][4]["top_logprobs"])
+    )
 
 
 def test_load_failure_is_a_setup_error(monkeypatch, model_dir, gguf):

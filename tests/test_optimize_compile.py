@@ -23,8 +23,9 @@ from optimize import compile as opt_compile
 from optimize.config import CompileConfig
 
 
-def test_two_trial_study_writes_every_file_and_a_reproducible_test_score(tiny, tmp_path):
+def test_two_trial_study_writes_every_file_and_a_reproducible_test_score(tiny, tmp_path, caplog):
     result, lines = run_tiny(tiny, tmp_path)
+    assert "SELF-JUDGING" in caplog.text  # no judge given: the program's model judges itself
 
     for name in (
         "program.json",

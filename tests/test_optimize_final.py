@@ -17,7 +17,7 @@ from optuna.distributions import CategoricalDistribution, IntDistribution
 from optuna.trial import TrialState
 
 from frames_dspy import evaluate
-from frames_dspy.metrics import Autorater
+from frames_dspy.judge import Autorater
 from frames_dspy.programs import build_program, load_program, save_program
 from optimize.config import CompileConfig, NoCompleteTrials
 from optimize.final import reproduce_command, trial_line
@@ -118,7 +118,6 @@ def test_the_reproduce_command_is_an_evaluate_command_with_the_same_settings(tmp
         model="openai/gpt-4o-mini",
         api_base="http://lm:8000/v1",
         judge_model="openai/gpt-4o",
-        judge_min_overlap=0.25,
         temperature=0.2,
         max_tokens=99,
         dataset="data/frames test.csv",
@@ -135,11 +134,7 @@ def test_the_reproduce_command_is_an_evaluate_command_with_the_same_settings(tmp
     assert args.program == str(out / "program.json")
     assert (args.split, args.train, args.dev, args.seed, args.limit) == ("test", 5, 7, 3, 9)
     assert (args.model, args.api_base) == ("openai/gpt-4o-mini", "http://lm:8000/v1")
-    assert (args.judge_model, args.judge_api_base, args.judge_min_overlap) == (
-        "openai/gpt-4o",
-        None,
-        0.25,
-    )
+    assert (args.judge_model, args.judge_api_base) == ("openai/gpt-4o", None)
     assert (args.temperature, args.max_tokens) == (0.2, 99)
     assert (args.dataset, args.corpus, args.distractors) == (
         "data/frames test.csv",

@@ -8,7 +8,7 @@ import dspy
 import pytest
 from opt_fake import FakeLM
 
-from frames_dspy.metrics import Autorater
+from frames_dspy.judge import Autorater
 from frames_dspy.programs import build_program
 from optimize.optimizers import (
     FeedbackMetric,

@@ -279,3 +279,27 @@ def test_an_overruled_verdict_still_counts_as_a_judge_call():
         record("naive", 3, False, judge_method="judge"),
     ]
     assert summarize_run(predictions_frame(rows))["naive"]["judge_calls"] == 2
+
+
+def test_summary_and_table_say_who_decided(records):
+    records[3]["judge_p_true"] = None
+    records[5]["judge_p_true"] = 0.31  # the oracle's LM verdict that had logprobs
+    summary = summarize_run(predictions_frame(records))
+    oracle = summary["oracle"]
+    assert oracle["verdicts_by_method"] == {"exact": 1, "judge": 1, "judge_error": 1}
+    assert oracle["rule_verdicts"] == 1 and oracle["lm_verdicts"] == 2
+    assert oracle["lm_verdicts_with_p_true"] == 1
+    multi = summary["multistep-planning"]
+    assert multi["verdicts_by_method"] == {"empty": 1, "exact": 1, "judge": 1}
+    assert multi["rule_verdicts"] == 2 and multi["lm_verdicts"] == 1
+    table = table3_markdown(summary)
+    assert "verdicts rules/LM" in table.splitlines()[0]
+    assert "| oracle | 3 | 0.333 | [0.06, 0.79] | 0 | 1 | 1/2 |" in table
+
+
+def test_old_runs_without_verdict_counts_still_render():
+    rows = [record("naive", 1, True, judge_method="contains")]
+    summary = summarize_run(predictions_frame(rows))
+    assert summary["naive"]["rule_verdicts"] == 1  # the old deterministic match was a rule
+    del summary["naive"]["rule_verdicts"]
+    assert "| naive | 1 | 1.000 |" in table3_markdown(summary)

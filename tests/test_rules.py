@@ -10,8 +10,8 @@ import dataclasses
 
 import pytest
 
-from frames_dspy.judge_labels import load_labels, score_rules
-from frames_dspy.rules import RULES, RuleVerdict, decide
+from frames_dspy.judge.labels import load_labels, score_rules
+from frames_dspy.judge.rules import RULES, RuleVerdict, decide
 
 Q_CANNABIS = "Are mulberries more related to raspberries or cannabis?"
 Q_WORLD_CUP = "Who won the FIFA World Cup in the year the Falklands War broke out?"
@@ -217,7 +217,8 @@ def test_refusal(response):
     ],
 )
 def test_refusal_needs_no_answer_given(gold, response):
-    assert verdict(Q_WORLD_CUP, gold, response) is None
+    # Not a refusal; "the Argentine side" names another team than Italy (different_name).
+    assert verdict(Q_WORLD_CUP, gold, response) in (None, (False, "different_name"))
 
 
 @pytest.mark.parametrize(
@@ -436,17 +437,27 @@ def test_paraphrases_are_left_to_the_judge(question, gold, response):
 @pytest.mark.parametrize(
     ("question", "gold", "response"),
     [
-        ("Who was the fourth overall draft pick?", "Scottie Barnes", "Jalen Suggs."),
-        ("Which fast food chain?", "Kentucky Fried Chicken", "Pizza Hut."),
         ("What key signature?", "C major", "C minor."),
         ("What would the name be?", "Martin Gilbert Sartre", "Martin Roger Sartre."),
         (Q_CANNABIS, "Cannabis", "Raspberries."),
+        ("Which law?", "The Sherman Antitrust Act", "The Clayton Antitrust Act."),
+    ],
+)  # fmt: skip
+def test_wrong_entities_sharing_a_name_word_are_left_to_the_judge(question, gold, response):
+    assert verdict(question, gold, response) is None
+
+
+@pytest.mark.parametrize(
+    ("question", "gold", "response"),
+    [
+        ("Who was the fourth overall draft pick?", "Scottie Barnes", "Jalen Suggs."),
+        ("Which fast food chain?", "Kentucky Fried Chicken", "Pizza Hut."),
         ("Which element?", "Mendelevium is named after Dmitri Mendeleev.",
          "The element is einsteinium, which was named after Albert Einstein."),
     ],
 )  # fmt: skip
-def test_wrong_entities_are_left_to_the_judge(question, gold, response):
-    assert verdict(question, gold, response) is None
+def test_wrong_entities_with_no_form_of_the_name_are_false(question, gold, response):
+    assert verdict(question, gold, response) == (False, "different_name")
 
 
 # --- the interface ---------------------------------------------------------------------------
@@ -530,3 +541,32 @@ def test_a_gold_value_not_given_as_the_answer_is_never_true(question, gold, resp
 def test_the_gold_value_given_as_the_answer(question, gold, response, rule):
     expected = (True, rule) if rule else (False, "rejected_option")
     assert verdict(question, gold, response) == expected
+
+
+# --- a count or measure answered with no number ----------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("question", "gold", "response"),
+    [
+        ("Where would the building rank among the tallest?", "37th", "New York City"),
+        ("How many years earlier would he have to be alive?", "87", "1997"),
+        ("What was the population, to the nearest thousand?", "506000", "In 1990."),
+    ],
+)
+def test_a_count_answered_with_no_number_or_a_year_only(question, gold, response):
+    assert verdict(question, gold, response) == (False, "no_quantity")
+
+
+@pytest.mark.parametrize(
+    ("question", "gold", "response"),
+    [
+        ("How many times did she win?", "1", "Only one."),
+        ("How many times did she win?", "0", "None."),
+        ("How many were there?", "2", "A couple."),
+        ("In what year was he born?", "1961", "Barack Obama"),  # a year gold: not this rule
+        ("How many goals did Apollo score?", "11", "Apollo 12 scored."),  # a number in a name
+    ],
+)
+def test_no_quantity_needs_no_number_at_all(question, gold, response):
+    assert verdict(question, gold, response) not in ((False, "no_quantity"),)

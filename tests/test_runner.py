@@ -18,8 +18,8 @@ from dspy.utils.dummies import DummyLM
 
 from frames_dspy.accounting import CallBudget, attached_callbacks
 from frames_dspy.corpus import Article, ArticleStore
+from frames_dspy.judge import Autorater
 from frames_dspy.lm import LMSetupError
-from frames_dspy.metrics import Autorater
 from frames_dspy.programs import CHARS_PER_TOKEN, Naive
 from frames_dspy.runner import RunAborted, Runner, run_question
 

@@ -19,6 +19,7 @@ from dspy.utils.dummies import DummyLM
 
 import frames_dspy.session
 from frames_dspy.data import dataset_fingerprint, load_frames
+from frames_dspy.judge.autorater import AUTORATER
 from frames_dspy.lm import parse_spec
 from frames_dspy.session import (
     JUDGE_MAX_TOKENS,
@@ -108,7 +109,7 @@ def test_the_callers_settings_are_left_alone_and_the_sessions_copy_is_filled_in(
     assert filled.aliases == str(aliases)  # the alias table beside the corpus is used
     assert filled.distractors is None  # a user's corpus gets no default distractors
     assert filled.context_tokens == session.context_tokens == 2000  # embedded 'local' default
-    assert filled.judge_min_overlap == 0.5  # the embedded judge says TRUE too easily
+    assert filled.autorater == AUTORATER  # recorded, so another autorater's run is not resumed
     assert session.model == parse_spec("local")
     assert len(session.store) == 9
     assert session.retriever is None
@@ -120,7 +121,6 @@ def test_the_budget_comes_from_the_model_spec_and_its_window(data):
         settings_for(data, **api), store_needed=False, retriever_needed=False, lm=lm_for_tests()
     )
     assert session.context_tokens == 30_000  # an API model whose window is unknown
-    assert session.settings.judge_min_overlap == 0.0
     lm = lm_for_tests()
     lm.declared_context_window = 16_000
     session = open_session(
@@ -129,11 +129,10 @@ def test_the_budget_comes_from_the_model_spec_and_its_window(data):
     assert session.context_tokens == 12_000  # the window less room for the prompt and answer
 
 
-def test_an_explicit_budget_and_overlap_are_kept(data):
-    settings = settings_for(data, context_tokens=777, judge_min_overlap=0.25)
+def test_an_explicit_budget_is_kept(data):
+    settings = settings_for(data, context_tokens=777)
     session = open_session(settings, store_needed=False, retriever_needed=False, lm=lm_for_tests())
     assert session.context_tokens == session.settings.context_tokens == 777
-    assert session.settings.judge_min_overlap == session.autorater.min_overlap == 0.25
 
 
 def test_without_a_judge_model_the_judge_is_a_greedy_copy_of_the_program_lm(data):
@@ -148,7 +147,8 @@ def test_without_a_judge_model_the_judge_is_a_greedy_copy_of_the_program_lm(data
     assert session.autorater.judge_lm is judge
     assert session.self_judging
     # The judge's calls are told apart from the program's.
-    verdict = session.autorater.judge("Who won?", "Rafael Nadal", "Novak Djokovic")
+    # An alias the rules leave to the judge (the fake judge says FALSE to anything).
+    verdict = session.autorater.judge("Which country?", "United States", "USA")
     assert (verdict.correct, verdict.method) == (False, "judge")
     assert len(judge.history) == 1 and lm.history == []
 
@@ -170,7 +170,6 @@ def test_an_injected_judge_is_used_as_it_is(data):
     )
     assert session.judge_lm is judge and session.autorater.judge_lm is judge
     assert not session.self_judging
-    assert session.settings.judge_min_overlap == 0.0  # an API judge is trusted
 
 
 @pytest.mark.parametrize(
@@ -319,17 +318,13 @@ def test_a_judge_model_is_built_as_a_second_greedy_lm(data, made):
         )
     ]
     assert judge_lm is not program and autorater.judge_lm is judge_lm
-    assert settings.judge_min_overlap == autorater.min_overlap == 0.0
 
 
-def test_an_embedded_judge_model_gets_the_overlap_check(data, made):
+def test_an_embedded_judge_model_is_built_from_its_spec(data, made):
     settings = settings_for(data, model="openai/gpt-4o-mini", judge_model="local-1.5b")
-    _, autorater = make_judge(settings, lm=lm_for_tests())
+    judge_lm, autorater = make_judge(settings, lm=lm_for_tests())
     assert [spec for spec, _ in made] == ["local-1.5b"]
-    assert settings.judge_min_overlap == autorater.min_overlap == 0.5
-
-
-# --- the settings themselves ------------------------------------------------------------------
+    assert autorater.judge_lm is judge_lm
 
 
 def test_session_keys_are_settings_and_the_shared_settings_copy_over():

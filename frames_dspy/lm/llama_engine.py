@@ -21,6 +21,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 from dspy.lm15 import (
     ContextLengthError,
     Message,
@@ -28,6 +29,8 @@ from dspy.lm15 import (
     Response,
     TextPart,
     ThinkingPart,
+    TokenLogprob,
+    TopLogprob,
     UnsupportedFeatureError,
     Usage,
     response_to_events,
@@ -93,6 +96,25 @@ class LlamaCppEngine:
     #: Marks an engine that runs the model in this process; code that must not import this
     #: module (``errors``, to avoid an import cycle) asks for it instead of ``isinstance``.
     embedded = True
+
+    #: Request settings this engine honours (DSPy reads them as ``lm.supported_params``).
+    #: ``response_format`` is left out on purpose: DSPy's JSONAdapter would then ask for
+    #: structured output, which changes what the programs send.
+    supported_params = frozenset(
+        {
+            "temperature",
+            "max_tokens",
+            "top_p",
+            "top_k",
+            "stop",
+            "seed",
+            "frequency_penalty",
+            "presence_penalty",
+            "logit_bias",
+            "logprobs",
+            "top_logprobs",
+        }
+    )
 
     def __init__(
         self,
@@ -194,7 +216,7 @@ class LlamaCppEngine:
         Raises:
             dspy.lm15.ContextLengthError: The prompt does not fit in the context window.
             dspy.lm15.TimeoutError: Generation ran past ``timeout``.
-            dspy.lm15.UnsupportedFeatureError: The request needs tools, images or logprobs.
+            dspy.lm15.UnsupportedFeatureError: The request needs tools or images.
             LMSetupError: llama-cpp-python is missing or the model cannot be loaded.
         """
         from dspy.clients.engines.base import validate_request
@@ -203,12 +225,19 @@ class LlamaCppEngine:
         kwargs = _generation_kwargs(request, default_seed=self.seed)
         messages = _chat_messages(request)
         loaded = self._loaded()
+        scores = (
+            _StepScores(request.config.logprobs) if request.config.logprobs is not None else None
+        )
         with loaded.lock:
             started = time.perf_counter()
             deadline = None
+            # The recorder comes first, so it sees the model's own scores.
+            processors: list[Any] = [scores] if scores is not None else []
             if self.timeout is not None:
                 deadline = _Deadline(started + self.timeout, loaded.llama.token_eos())
-                kwargs["logits_processor"] = [deadline]
+                processors.append(deadline)
+            if processors:
+                kwargs["logits_processor"] = processors
             try:
                 out = loaded.llama.create_chat_completion(messages=messages, **kwargs)
             except ValueError as exc:
@@ -229,7 +258,8 @@ class LlamaCppEngine:
                 "raise timeout, lower max_tokens, or shorten the prompt",
                 provider="llama-cpp",
             )
-        return _response(request, out, seconds)
+        logprobs = scores.token_logprobs(loaded.llama, _text(out)) if scores is not None else None
+        return _response(request, out, seconds, logprobs)
 
     def stream(self, request: Request) -> Iterator[Any]:
         """Stream events of a completed response (llama.cpp output is not streamed through)."""
@@ -278,6 +308,79 @@ class _Deadline:
         return scores
 
 
+class _StepScores:
+    """A logits processor that keeps the top log-probabilities of every generated token.
+
+    llama-cpp-python's own ``logprobs`` needs the model loaded with ``logits_all=True`` (a
+    151,936-wide row of scores kept for every prompt token, the head run on every prompt
+    token) and then sorts the whole vocabulary in Python for each generated token. Reading the
+    scores the sampler is handed costs one log-softmax and a partial sort per generated token.
+
+    Processors are not told which token was sampled; the next step's ``input_ids`` end with
+    it. The last step's token is taken as its most likely one (exact for greedy decoding,
+    which is what the judge uses), and :meth:`token_logprobs` cuts the steps to the text.
+    """
+
+    def __init__(self, top: int):
+        self.top = int(top)  # alternatives to report; 0 means the chosen tokens only
+        self.steps: list[list[tuple[int, float]]] = []
+        self.chosen: list[tuple[int, float]] = []
+        self._previous: np.ndarray | None = None
+
+    def __call__(self, input_ids: Any, scores: Any) -> Any:
+        if self._previous is not None and input_ids is not None and len(input_ids):
+            token = int(input_ids[-1])
+            self.chosen.append((token, float(self._previous[token])))
+        logits = np.asarray(scores, dtype=np.float64)
+        peak = logits.max()
+        logprobs = logits - (peak + np.log(np.exp(logits - peak).sum()))
+        k = min(max(1, self.top), logprobs.size)
+        best = np.argpartition(-logprobs, k - 1)[:k]
+        best = best[np.argsort(-logprobs[best], kind="stable")]
+        self.steps.append([(int(i), float(logprobs[i])) for i in best])
+        self._previous = logprobs
+        return scores
+
+    def token_logprobs(self, llama: Any, text: str) -> tuple[TokenLogprob, ...]:
+        """The generated tokens that make up ``text``, each with its top alternatives."""
+        chosen = list(self.chosen)
+        if len(chosen) < len(self.steps):
+            chosen.append(self.steps[-1][0])
+        pieces: dict[int, bytes] = {}
+
+        def piece(token: int) -> bytes:
+            if token not in pieces:
+                pieces[token] = bytes(llama.detokenize([token]))
+            return pieces[token]
+
+        out: list[TokenLogprob] = []
+        length = 0
+        for (token, logprob), top in zip(chosen, self.steps, strict=False):
+            if length >= len(text):
+                break  # end of generation, or a stop string cut the text here
+            raw = piece(token)
+            word = raw.decode("utf-8", errors="ignore")
+            length += len(word)
+            out.append(
+                TokenLogprob(
+                    token=word,
+                    logprob=logprob,
+                    bytes=tuple(raw),
+                    token_id=token,
+                    top=tuple(
+                        TopLogprob(
+                            token=piece(i).decode("utf-8", errors="ignore"),
+                            logprob=lp,
+                            bytes=tuple(piece(i)),
+                            token_id=i,
+                        )
+                        for i, lp in top[: self.top]
+                    ),
+                )
+            )
+        return tuple(out)
+
+
 def _part_text(part: Any, role: str) -> str:
     if isinstance(part, TextPart):
         return part.text
@@ -317,10 +420,6 @@ def _generation_kwargs(request: Request, *, default_seed: int) -> dict[str, Any]
     config = request.config
     if request.tools:
         raise UnsupportedFeatureError("the embedded model does no tool calling", feature="tools")
-    if config.logprobs is not None:
-        raise UnsupportedFeatureError(
-            "the embedded engine does not return logprobs", feature="logprobs"
-        )
     kwargs: dict[str, Any] = {
         "temperature": 0.0 if config.temperature is None else float(config.temperature),
         "max_tokens": config.max_tokens,
@@ -361,9 +460,18 @@ def _generation_kwargs(request: Request, *, default_seed: int) -> dict[str, Any]
     return kwargs
 
 
-def _response(request: Request, out: Mapping[str, Any], seconds: float) -> Response:
+def _text(out: Mapping[str, Any]) -> str:
+    return (out["choices"][0].get("message") or {}).get("content") or ""
+
+
+def _response(
+    request: Request,
+    out: Mapping[str, Any],
+    seconds: float,
+    logprobs: tuple[TokenLogprob, ...] | None = None,
+) -> Response:
     choice = out["choices"][0]
-    text = (choice.get("message") or {}).get("content") or ""
+    text = _text(out)
     finish = "length" if choice.get("finish_reason") == "length" else "stop"
     usage = out.get("usage") or {}
     return Response(
@@ -374,6 +482,7 @@ def _response(request: Request, out: Mapping[str, Any], seconds: float) -> Respo
         usage=Usage(
             input_tokens=usage.get("prompt_tokens"), output_tokens=usage.get("completion_tokens")
         ),
+        logprobs=logprobs,
         provider_data={"backend": "llama-cpp-python", "seconds": round(seconds, 4)},
     )
 

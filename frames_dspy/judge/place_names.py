@@ -2,7 +2,7 @@
 
 A gold answer such as "Seattle, Washington" names one place and locates it; the part after the
 comma is not a second answer that a response must repeat. The rules in
-:mod:`frames_dspy.rules` treat a trailing comma part as such a qualifier only when it is in
+:mod:`frames_dspy.judge.rules` treat a trailing comma part as such a qualifier only when it is in
 this list: sovereign states (with common short forms), US states with their postal codes,
 Canadian provinces and territories, Australian states, and the UK's nations.
 """

@@ -10,7 +10,8 @@ the LM judge. Precision matters more than coverage: a wrong rule verdict is neve
 while an abstention only costs a judge call.
 
 The rules are general: they read the form of the gold answer and the response (see
-:mod:`frames_dspy.gold_forms` and :mod:`frames_dspy.answer_forms`), never a list of items.
+:mod:`frames_dspy.judge.gold_forms` and :mod:`frames_dspy.judge.answer_forms`), never a list of
+items.
 """
 
 from __future__ import annotations
@@ -20,16 +21,16 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from decimal import Decimal
 
-from frames_dspy.answer_forms import (
+from frames_dspy.judge.answer_forms import (
     DateMention,
     Quantity,
     compare_quantities,
     fold,
     parse_dates,
 )
-from frames_dspy.answer_forms import parse_quantities as _quantities
-from frames_dspy.gold_forms import GoldForm, Part, analyse_gold, norm_tokens, tokens, word_set
-from frames_dspy.mentions import (
+from frames_dspy.judge.answer_forms import parse_quantities as _quantities
+from frames_dspy.judge.gold_forms import GoldForm, Part, analyse_gold, norm_tokens, tokens, word_set
+from frames_dspy.judge.mentions import (
     CONTRAST,
     FUNCTION_WORDS,
     HEDGE_WORDS,
@@ -44,8 +45,9 @@ from frames_dspy.mentions import (
     refusal,
     stated,
 )
-from frames_dspy.place_names import is_place_name
-from frames_dspy.units import UNIT_WORDS
+from frames_dspy.judge.names import names_another
+from frames_dspy.judge.place_names import is_place_name
+from frames_dspy.judge.units import UNIT_WORDS
 
 __all__ = ["RuleVerdict", "RULES", "decide"]
 
@@ -76,6 +78,9 @@ RULES: dict[str, str] = {
     "year_for_full_date": "FALSE: a full-date gold answered with a year or month only",
     "partial": "FALSE: the response names some parts of a multi-part gold and nothing else",
     "opposite_yes_no": "FALSE: a yes/no gold answered with the opposite word",
+    "no_quantity": "FALSE: a count or measure answered with no number, or with years only",
+    "different_name": "FALSE: the gold names someone or something and the response carries no "
+    "form of that name (no word of it, another spelling, nor its initials)",
 }
 
 # --- response-wide rules ---------------------------------------------------------------------
@@ -386,10 +391,23 @@ def _unit_asked(q: Quantity, question: str) -> bool:
     return bool(re.search(pattern, question, re.IGNORECASE))
 
 
+def _no_quantity(form: GoldForm, resp: Response) -> RuleVerdict | None:
+    """A count or measure (not a year) answered with no number at all, or with years only."""
+    if form.is_year or _VAGUE.search(resp.unquoted) or _VAGUE.search(resp.unquoted.casefold()):
+        return None  # "Both", "None", "half": a count in words the parser does not read
+    if any(compare_quantities(form.quantity, q) in ("same", "close") for q in resp.quantities):
+        return None
+    if any(not q.year_like for q in resp.quantities):
+        return None  # a number the candidates left out (in a name, from the question): unsure
+    return RuleVerdict(False, "no_quantity", "the response gives no number that could be it")
+
+
 def _decide_quantity(form: GoldForm, resp: Response, question: str) -> RuleVerdict | None:
     gold = form.quantity
     found = _candidates(form, resp, question)
-    if not found or any(q.bound for q in found):
+    if not found:
+        return _no_quantity(form, resp)
+    if any(q.bound for q in found):
         return None
     relation = [(q, compare_quantities(gold, q)) for q in found]
     same = [q for q, r in relation if r == "same"]
@@ -539,6 +557,8 @@ def decide(question: str, gold: str, response: str) -> RuleVerdict | None:
         return RuleVerdict(
             False, "different_number", "the response is the gold with another number"
         )
-    if decider := _DECIDERS.get(form.kind):
-        return decider(form, resp, question)
+    if (decider := _DECIDERS.get(form.kind)) and (verdict := decider(form, resp, question)):
+        return verdict
+    if names := names_another(question, gold, response):
+        return RuleVerdict(False, "different_name", f"the response names no form of {names!r}")
     return None

@@ -3,8 +3,8 @@
 Each canonical unit has a dimension (``length``, ``calendar``, ``money:USD``...), a factor to the
 dimension's base unit, and a system. Units of one dimension and system convert exactly (1 km is
 1000 m, 1 year is 12 months); across systems (metres and feet) an answer is usually rounded, so
-:func:`frames_dspy.answer_forms.compare_quantities` never compares across them. Months and years
-do not convert to days exactly, so ``calendar`` and ``duration`` are separate dimensions.
+:func:`frames_dspy.judge.answer_forms.compare_quantities` never compares across them. Months and
+years do not convert to days exactly, so ``calendar`` and ``duration`` are separate dimensions.
 """
 
 from __future__ import annotations

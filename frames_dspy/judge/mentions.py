@@ -7,7 +7,7 @@ response, or after "is"/"was"/"won by", ending its clause, in a sentence with no
 contrast or hedge), ``rejected`` (negated, compared away, called a guess or corrected by "but
 ... actually"), ``alternative`` (one side of an "or"), ``listed`` (one of several names) or
 ``neutral`` (anything else). :func:`refusal` and :func:`hedge` read the response as a whole:
-does it decline to answer, or offer several candidates? The rules in :mod:`frames_dspy.rules`
+does it decline to answer, or offer several candidates? The rules in :mod:`frames_dspy.judge.rules`
 decide from these.
 """
 
@@ -17,9 +17,9 @@ import re
 from dataclasses import dataclass
 from functools import cached_property
 
-from frames_dspy.answer_forms import Quantity, fold, parse_dates, parse_quantities
-from frames_dspy.gold_forms import Token, tokens, word_set
-from frames_dspy.place_names import is_place_name
+from frames_dspy.judge.answer_forms import Quantity, fold, parse_dates, parse_quantities
+from frames_dspy.judge.gold_forms import Token, tokens, word_set
+from frames_dspy.judge.place_names import is_place_name
 
 __all__ = [
     "Response",

@@ -3,7 +3,7 @@
 FRAMES gold answers come in many shapes ("Two million.", "This was Mesut Ozil.", "Joe Wright was
 born on August 25th, 1972.", "Naruto Uzumaki, Minato Namikaze and Jiraiya.", "Prague, Czech
 Republic", "Yes, London"). :func:`analyse_gold` reads one, with its question, into a
-:class:`GoldForm` that the rules in :mod:`frames_dspy.rules` can compare a response with. It
+:class:`GoldForm` that the rules in :mod:`frames_dspy.judge.rules` can compare a response with. It
 extracts a core answer only where that is safe; otherwise the form is ``"sentence"`` and only
 the rules that need no core (empty, refusal, hedge) apply.
 """
@@ -13,8 +13,14 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from frames_dspy.answer_forms import DateMention, Quantity, fold, parse_dates, parse_quantities
-from frames_dspy.place_names import is_place_name
+from frames_dspy.judge.answer_forms import (
+    DateMention,
+    Quantity,
+    fold,
+    parse_dates,
+    parse_quantities,
+)
+from frames_dspy.judge.place_names import is_place_name
 
 __all__ = [
     "GoldForm",

@@ -1,6 +1,6 @@
 """Answer forms: the numbers, quantities and dates that answers are written in.
 
-The rules in :mod:`frames_dspy.rules` compare a gold answer with a response by what they say,
+The rules in :mod:`frames_dspy.judge.rules` compare a gold answer with a response by what they say,
 not by how they say it: "twenty-one" is 21, "2.5 million" is 2,500,000, "5:31" is 5 minutes 31
 seconds, "4 km" is 4,000 metres, "12 May 1990" and "May 12th, 1990" are one date. Everything
 here is plain text processing: no model, no data files.
@@ -17,7 +17,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from decimal import Decimal, InvalidOperation
 
-from frames_dspy.units import (
+from frames_dspy.judge.units import (
     ATTACHED_UNITS,
     BOUNDS,
     CURRENCY_PREFIX,

@@ -4,7 +4,7 @@ A labelled file (``FRAMES_JUDGE_LABELS``, see :mod:`frames_dspy.paths`) is JSONL
 a line: ``question``, ``gold``, ``response``, ``label`` (true when the response is correct),
 ``kind`` (what sort of response it is: exact, paraphrase, hedge, ...) and optionally ``id``
 (the FRAMES question id) and ``case``. :func:`score_rules` measures a decider that may abstain
-(the rules of :mod:`frames_dspy.rules`): how many items it decides (coverage) and how many of
+(the rules of :mod:`frames_dspy.judge.rules`): how many items it decides (coverage) and how many of
 those it gets right (precision), per rule and per kind. :func:`split_by_question` cuts the items
 into two halves by question, so rules designed on one half can be measured on the other.
 """
@@ -18,9 +18,16 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from frames_dspy.rules import RuleVerdict, decide
+from frames_dspy.judge.rules import RuleVerdict, decide
 
-__all__ = ["LabelledItem", "RulesReport", "load_labels", "split_by_question", "score_rules"]
+__all__ = [
+    "LabelError",
+    "LabelledItem",
+    "RulesReport",
+    "load_labels",
+    "split_by_question",
+    "score_rules",
+]
 
 _REQUIRED = ("question", "gold", "response", "label")
 
@@ -38,41 +45,64 @@ class LabelledItem:
     case: int | None = None
 
 
+class LabelError(ValueError):
+    """A labelled file that cannot be used; the message names the file and the line."""
+
+
 def load_labels(path: str | Path) -> list[LabelledItem]:
-    """Read a labelled JSONL file.
+    """Read a labelled JSONL file (blank lines are skipped).
 
     Raises:
-        FileNotFoundError: ``path`` does not exist.
-        ValueError: a line is not JSON, lacks a required field, or its label is not a boolean.
+        LabelError: the file is missing, unreadable or holds no items; a line is not a JSON
+            object, lacks a required field, or has a label that is not a JSON boolean.
     """
     path = Path(path)
+    try:
+        lines = path.read_text(encoding="utf-8").splitlines()
+    except FileNotFoundError:
+        raise LabelError(f"{path}: no such file; pass a labelled JSONL file") from None
+    except (OSError, UnicodeDecodeError) as err:
+        raise LabelError(f"{path}: cannot be read ({err})") from err
     items = []
-    with path.open(encoding="utf-8") as handle:
-        for number, line in enumerate(handle, 1):
-            if not line.strip():
-                continue
-            try:
-                row = json.loads(line)
-            except json.JSONDecodeError as err:
-                raise ValueError(f"{path}:{number} is not JSON ({err}); fix or remove it") from err
-            missing = [k for k in _REQUIRED if k not in row]
-            if missing:
-                raise ValueError(f"{path}:{number} lacks {missing}; every item needs {_REQUIRED}")
-            if not isinstance(row["label"], bool):
-                raise ValueError(
-                    f"{path}:{number} has label {row['label']!r}; use true or false (JSON booleans)"
-                )
-            items.append(
-                LabelledItem(
-                    question=str(row["question"]),
-                    gold=str(row["gold"]),
-                    response=str(row["response"]),
-                    label=row["label"],
-                    kind=str(row.get("kind", "")),
-                    id=row.get("id"),
-                    case=row.get("case"),
-                )
+    for number, line in enumerate(lines, 1):
+        if not line.strip():
+            continue
+        try:
+            row = json.loads(line)
+        except json.JSONDecodeError as err:
+            raise LabelError(
+                f"{path}:{number}: invalid JSON on line {number} ({err.msg}, column {err.colno}); "
+                "fix or remove it"
+            ) from None
+        if not isinstance(row, dict):
+            raise LabelError(
+                f"{path}:{number}: line {number} is a JSON {type(row).__name__}, not an object "
+                f"with {', '.join(_REQUIRED)}"
             )
+        missing = [k for k in _REQUIRED if k not in row]
+        if missing:
+            raise LabelError(
+                f"{path}:{number}: line {number} lacks {missing}; every item needs "
+                f"{', '.join(_REQUIRED)}"
+            )
+        if not isinstance(row["label"], bool):
+            raise LabelError(
+                f"{path}:{number}: line {number} has label {row['label']!r}; use true or false "
+                "(JSON booleans)"
+            )
+        items.append(
+            LabelledItem(
+                question=str(row["question"]),
+                gold=str(row["gold"]),
+                response=str(row["response"] if row["response"] is not None else ""),
+                label=row["label"],
+                kind=str(row.get("kind") or ""),
+                id=row.get("id"),
+                case=row.get("case"),
+            )
+        )
+    if not items:
+        raise LabelError(f"{path}: the file holds no labelled items (it is empty)")
     return items
 
 

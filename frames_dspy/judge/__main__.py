@@ -1,0 +1,132 @@
+"""``python -m frames_dspy.judge validate``: how far the autorater agrees with hand labels.
+
+    python -m frames_dspy.judge validate --labels ../shared/data/judge_dev/judge_dev.jsonl
+    python -m frames_dspy.judge validate --labels FILE --judge-model openai/gpt-4o --json
+
+The autorater is built exactly as ``python -m frames_dspy.evaluate`` builds it
+(:func:`frames_dspy.session.make_judge`, the same model options), so the agreement printed is
+that of a run's autorater. The labelled file is JSONL with ``question``, ``gold``,
+``response``, ``label`` (a JSON boolean) and optionally ``kind``, ``id`` and ``case``. A file
+that cannot be used (missing, empty, a line that is not JSON or lacks a field, a label that is
+not a boolean) is reported in one line naming the file and line, with exit status 2.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+
+from frames_dspy import paths
+from frames_dspy.cli import CommandParser, add_model_arguments, positive_int
+from frames_dspy.judge.labels import LabelError, load_labels
+from frames_dspy.judge.validate import ItemResult, render, validate
+from frames_dspy.lm import LMSetupError
+from frames_dspy.lm.cache import use_cache
+from frames_dspy.session import ModelDataSettings, make_judge
+
+
+def build_parser() -> CommandParser:
+    parser = CommandParser(
+        prog="python -m frames_dspy.judge",
+        description="Check the autorater against hand-labelled items.",
+    )
+    commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+    check = commands.add_parser(
+        "validate",
+        help="agreement of the autorater with a labelled JSONL file",
+        description="Run the autorater, built as evaluate builds it, over labelled items and "
+        "print accuracy, Cohen's kappa, the confusion matrix, agreement per kind and per "
+        "method (each rule and the LM judge) and the items it gets wrong.",
+    )
+    check.add_argument(
+        "--labels",
+        default=None,
+        metavar="FILE.jsonl",
+        help=f"labelled items: question, gold, response, label[, kind] (default: "
+        f"${paths.JUDGE_LABELS_ENV})",
+    )
+    add_model_arguments(check, ModelDataSettings())
+    check.add_argument("--json", action="store_true", help="print one JSON object")
+    check.add_argument(
+        "--threads",
+        type=positive_int("--threads"),
+        default=1,
+        help="items judged at once (the embedded model serialises its calls)",
+    )
+    check.add_argument(
+        "--show",
+        type=int,
+        default=None,
+        metavar="N",
+        help="list at most N disagreeing items (default: all)",
+    )
+    check.add_argument("--quiet", action="store_true", help="no progress on stderr")
+    return parser
+
+
+def _settings(args) -> ModelDataSettings:
+    return ModelDataSettings(
+        model=args.model,
+        judge_model=args.judge_model,
+        api_base=args.api_base,
+        judge_api_base=args.judge_api_base,
+        temperature=args.temperature,
+        max_tokens=args.max_tokens,
+        lm_timeout=args.lm_timeout,
+        cache=args.cache,
+    )
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    logging.basicConfig(level=logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
+    labels = args.labels or paths.judge_labels_file()
+    if labels is None:
+        parser.exit(
+            2, f"{parser.prog}: error: no labelled file: pass --labels FILE or set "
+            f"{paths.JUDGE_LABELS_ENV}\n"
+        )  # fmt: skip
+    try:
+        items = load_labels(labels)
+    except LabelError as err:
+        parser.exit(2, f"{parser.prog}: error: {err}\n")
+    settings = _settings(args)
+    use_cache(settings.cache)
+    try:
+        judge_lm, autorater = make_judge(settings)
+    except (LMSetupError, ValueError) as err:
+        parser.exit(2, f"{parser.prog}: error: {err}\n")
+    done = 0
+
+    def progress(result: ItemResult) -> None:
+        nonlocal done
+        done += 1
+        if not args.quiet:
+            print(
+                f"\r{done}/{len(items)} judged ({result.verdict.method})",
+                end="",
+                file=sys.stderr,
+                flush=True,
+            )
+
+    try:
+        report = validate(items, autorater, threads=args.threads, on_result=progress)
+    except LMSetupError as err:
+        parser.exit(2, f"\n{parser.prog}: error: the judge cannot run: {err}\n")
+    if not args.quiet:
+        print(file=sys.stderr)
+    report.labels = str(Path(labels))
+    report.judge = getattr(judge_lm, "model", str(judge_lm))
+    if args.json:
+        print(json.dumps(report.to_dict(), indent=2))
+    else:
+        print(render(report, show=args.show))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,150 @@
+"""Does a response name the gold answer's entity in any form? Aliases and spellings count.
+
+The FRAMES paper's judge asks whether the meaning and vital facts of the gold answer are in a
+response. When the gold answer names someone or something (a person, place, work, team), a
+response that carries no form of that name at all has named something else: "Pizza Hut" for
+"Kentucky Fried Chicken", "Tatiana Gutsu" for "Svetlana Boginskaya". A small LM judge says
+TRUE to such answers (measured on judge_dev: the embedded 0.5B judge accepted 11 of 11 wrong
+entities), so :func:`names_another` checks it without one.
+
+It replaces the overlap guard of earlier versions, which kept a judge's TRUE only when half the
+gold's content words were in the response and so rejected "KFC", "Richard Bedford Bennett" for
+"R. B. Bennett" and "Pope Silvester I" for "St. Sylvester I". Here a single name word of the
+gold in any of these forms is enough:
+
+- the same word ("Yzerman" for "Steve Yzerman", "Bulls" for "The Chicago Bulls");
+- another spelling or inflection: one starts with the other (``Violante``/``Violant``), or
+  they begin alike and are one edit apart (two for long words: ``Boguinskaya``/``Boginskaya``;
+  but ``Walls`` is not ``Valls``);
+- initials: "KFC" for "Kentucky Fried Chicken" ("USA", which begins with them, for "United
+  States"), and "NASA" in a gold for its words spelled out.
+
+Only the gold's name words count: words the question already contains are left out (a
+response may repeat the question), and so are function words; a gold with no name word left
+(a number, a date, lower-case words) is not checked, nor is a response that shares a number
+with the gold (a sentence gold "Shreve was 52 and Lamb 46" is answered by "52 and 46").
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable
+
+from frames_dspy.judge.answer_forms import fold
+from frames_dspy.judge.gold_forms import analyse_gold, word_set
+
+__all__ = ["gold_name_words", "names_another", "same_name_word"]
+
+_WORD = re.compile(r"[A-Za-z][A-Za-z'’]*|\d+(?:[.,]\d+)*")
+# Words that start a sentence or title a name without being the name.
+_NOT_NAMES = word_set(
+    "a an the this that these those it its he she they his her their there here is was are "
+    "were be been of in on at to for by with from as and or but not no yes which who whom whose "
+    "what when where why how than then also only both all any some each other into about after "
+    "before over under during between mr mrs ms dr st saint sir lord lady king queen prince "
+    "princess pope president emperor general captain mount lake river city county state "
+    "university college school church team club"
+)
+_KINDS_WITHOUT_NAMES = ("yes_no", "date", "quantity")
+_CONNECTORS = frozenset({"of", "and", "the", "for", "&"})
+
+
+def _words(text: str) -> list[str]:
+    return [m.group() for m in _WORD.finditer(fold(text))]
+
+
+def _norm(word: str) -> str:
+    return re.sub(r"['’]s?$", "", word.casefold())
+
+
+def _edits(a: str, b: str, limit: int) -> int:
+    """Levenshtein distance of ``a`` and ``b``, or ``limit + 1`` once it is over ``limit``."""
+    if abs(len(a) - len(b)) > limit:
+        return limit + 1
+    previous = list(range(len(b) + 1))
+    for i, x in enumerate(a, 1):
+        current = [i]
+        for j, y in enumerate(b, 1):
+            current.append(min(previous[j] + 1, current[j - 1] + 1, previous[j - 1] + (x != y)))
+        if min(current) > limit:
+            return limit + 1
+        previous = current
+    return previous[-1]
+
+
+def same_name_word(gold_word: str, word: str) -> bool:
+    """Whether ``word`` is ``gold_word`` in another spelling or inflection (both normalised)."""
+    if gold_word == word:
+        return True
+    if min(len(gold_word), len(word)) >= 4 and (
+        gold_word.startswith(word) or word.startswith(gold_word)
+    ):
+        return True
+    if min(len(gold_word), len(word)) >= 5 and gold_word[0] == word[0]:
+        limit = 2 if len(gold_word) >= 8 else 1
+        return _edits(gold_word, word, limit) <= limit
+    return False
+
+
+def _initials(words: Iterable[str]) -> set[str]:
+    """Initials of each run of two or more capitalised words ("Kentucky Fried Chicken": kfc)."""
+    out, run = set(), []
+    for word in [*words, ""]:
+        if word.casefold() in _CONNECTORS:
+            continue  # "The National Aeronautics and Space Administration": NASA
+        if word[:1].isupper():
+            run.append(word[0].casefold())
+            continue
+        if len(run) >= 2:
+            out.add("".join(run))
+        run = []
+    return out
+
+
+def gold_name_words(gold: str, question: str = "") -> list[str]:
+    """The gold answer's name words (normalised) that its question does not contain.
+
+    Empty when the gold is a yes/no, a date or a quantity, or has no capitalised word of its
+    own (nothing to check).
+    """
+    form = analyse_gold(gold, question)
+    if form.kind in _KINDS_WITHOUT_NAMES:
+        return []
+    asked = {_norm(w) for w in _words(question)}
+    names = []
+    for word in _words(gold):
+        norm = _norm(word)
+        if not word[:1].isupper() or norm in _NOT_NAMES or len(norm) < 2:
+            continue
+        if norm in asked or norm.rstrip("s") in asked:
+            continue
+        names.append(norm)
+    return names
+
+
+def names_another(question: str, gold: str, response: str) -> str | None:
+    """The gold's name words when the response carries none of them in any form, else None.
+
+    None also when there is nothing to check (see :func:`gold_name_words`) or the response
+    shares a number with the gold.
+    """
+    names = gold_name_words(gold, question)
+    if not names:
+        return None
+    said = _words(response)
+    numbers = {w.replace(",", "") for w in _words(gold) if w[0].isdigit()}
+    if numbers & {w.replace(",", "") for w in said if w[0].isdigit()}:
+        return None
+    said_norm = {_norm(w) for w in said if not w[0].isdigit()}
+    if any(same_name_word(name, word) for name in names for word in said_norm):
+        return None
+    # Initials either way: "KFC" for Kentucky Fried Chicken, "National Aeronautics and Space
+    # Administration" for NASA.
+    gold_initials = _initials(_words(gold))
+    if gold_initials & said_norm or _initials(said) & set(names):
+        return None
+    # An abbreviation that begins with the initials: "USA" for United States.
+    capitals = {w.casefold() for w in said if len(w) >= 2 and w.isupper()}
+    if any(c.startswith(i) for c in capitals for i in gold_initials):
+        return None
+    return " ".join(dict.fromkeys(names))
