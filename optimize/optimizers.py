@@ -10,6 +10,7 @@ embedded model) keeps MIPROv2 and SIMBA to instructions and rules, with no demos
 
 from __future__ import annotations
 
+import copy
 import logging
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -159,16 +160,22 @@ class FeedbackMetric:
         self.store = store
 
     def __call__(self, gold, pred, trace=None, pred_name=None, pred_trace=None):
-        verdict = self.autorater.judge(gold.question, gold.answer, getattr(pred, "answer", ""))
-        if self.metric.objective == "accuracy":
-            score = 1.0 if verdict.correct else 0.0
-        else:
+        parts = []
+        if self.metric.objective == "recall":
+            # Only retrieval counts (the answer step may not even have run): no judge call.
             score = float(self.metric(gold, pred))
-        status = {True: "Correct", False: "Incorrect"}.get(verdict.correct, "Not judged")
-        parts = [
-            f"{status}. The expected answer is {gold.answer!r}; the program answered "
-            f"{getattr(pred, 'answer', '')!r}. Judge: {verdict.explanation}"
-        ]
+        else:
+            answer = getattr(pred, "answer", "")
+            verdict = self.autorater.judge(gold.question, gold.answer, answer)
+            if self.metric.objective == "accuracy":
+                score = 1.0 if verdict.correct else 0.0
+            else:
+                score = float(self.metric(gold, pred))
+            status = {True: "Correct", False: "Incorrect"}.get(verdict.correct, "Not judged")
+            parts.append(
+                f"{status}. The expected answer is {gold.answer!r}; the program answered "
+                f"{answer!r}. Judge: {verdict.explanation}"
+            )
         if self.store is not None and (pred_name is None or "generate" in pred_name):
             gold_articles = self.store.resolve_many(gold.get("gold_urls", []))
             found = set(_final_context(pred))
@@ -184,6 +191,8 @@ class FeedbackMetric:
                     "the missing articles, a few keywords each, and never repeat an earlier "
                     "query."
                 )
+        if not parts:
+            parts.append(f"Recall of the question's gold articles: {score:.2f}.")
         return dspy.Prediction(score=score, feedback=" ".join(parts))
 
 
@@ -240,6 +249,31 @@ def compile_program(
         return program
     if len(trainset) < 2:
         raise ValueError(f"--optimizer {name} needs at least 2 train examples; set --train 2+")
+    student = program
+    retrieval_only = settings.objective == "recall" and _query_writer_only(program)
+    if retrieval_only:
+        # Recall depends on the queries alone: optimise a copy without its answer step (no
+        # answer call per run, and the optimizer sees just the query writer to change).
+        student = copy.deepcopy(program)
+        student.answer_step = False
+        student.answer = None
+    compiled = _run_optimizer(student, trainset, settings, autorater, lm, reflection_lm, store)
+    if retrieval_only:
+        compiled.answer = copy.deepcopy(program.answer)
+        compiled.answer_step = True
+    cut = trim_demos(compiled, settings.demo_chars)
+    if cut:
+        logger.info("cut %d long demo field(s) to %d characters", cut, settings.demo_chars)
+    return compiled
+
+
+def _query_writer_only(program: dspy.Module) -> bool:
+    names = [name for name, _ in program.named_predictors()]
+    return "answer" in names and any("generate" in name for name in names)
+
+
+def _run_optimizer(program, trainset, settings, autorater, lm, reflection_lm, store):
+    name = settings.name
     demos = settings.demos
     threads = max(1, settings.threads)
     metric = ObjectiveMetric(settings.objective, autorater, store, n=len(trainset))
@@ -272,7 +306,8 @@ def compile_program(
                 **sized,
             )
             extra = (
-                {"num_trials": settings.budget, "minibatch_size": min(35, len(trainset))}
+                # MIPROv2 scores minibatches of its validation part, the last 80% of trainset.
+                {"num_trials": settings.budget, "minibatch_size": _mipro_minibatch(trainset)}
                 if settings.budget
                 else {}
             )
@@ -302,10 +337,11 @@ def compile_program(
                 num_threads=threads,
             )
             compiled = optimizer.compile(program, trainset=trainset, seed=settings.seed)
-    cut = trim_demos(compiled, settings.demo_chars)
-    if cut:
-        logger.info("cut %d long demo field(s) to %d characters", cut, settings.demo_chars)
     return compiled
+
+
+def _mipro_minibatch(trainset: Sequence[Any]) -> int:
+    return min(35, max(1, int(len(trainset) * 0.8)))
 
 
 def rough_calls(settings: OptimizerSettings, *, n_train: int, calls_per_q: float) -> float:

@@ -144,3 +144,45 @@ def test_rough_calls_grow_with_what_the_optimizer_does():
     assert calls("mipro", instructions_only=True) < calls("mipro")
     assert calls("simba", candidates=4) > calls("simba", candidates=1)
     assert calls("gepa") > 0
+
+
+@pytest.mark.parametrize("name", ["bootstrap-rs", "mipro", "gepa", "simba"])
+def test_a_recall_compile_changes_only_the_query_writer_and_never_answers(tiny, name):
+    examples, store, knowledge, retriever = tiny
+    program = build_program(
+        {"kind": "multihop", "rounds": 1, "k": 2, "include_question": False},
+        retriever=retriever,
+    )
+    answer_before = program.answer.dump_state()
+    judge_lm, lm = FakeLM(knowledge), FakeLM(knowledge)
+    settings = OptimizerSettings(
+        name=name, objective="recall", budget=2, candidates=2, max_demos=1, seed=1
+    )
+    compiled = compile_program(
+        program,
+        examples[:6],
+        settings=settings,
+        autorater=Autorater(judge_lm),
+        lm=lm,
+        store=store,
+    )
+    assert judge_lm.history == []  # recall needs no verdict
+    asked = [m["content"] for call in lm.history for m in call["messages"]]
+    assert not any("[[ ## context ## ]]" in text for text in asked)  # no answer call at all
+    assert compiled is not program and compiled.answer_step and program.answer_step
+    assert compiled.answer.dump_state() == answer_before  # the answer step is the original's
+    assert [n for n, _ in compiled.named_predictors()] == ["answer", "generate"]
+    with dspy.context(lm=FakeLM(knowledge)):
+        pred = compiled(question=examples[0].question)
+    assert pred.lm_calls == 2 and pred.answer  # the compiled program answers again
+
+
+def test_without_its_answer_step_a_program_makes_no_answer_call(tiny):
+    examples, _, knowledge, retriever = tiny
+    program = build_program({"kind": "multihop", "rounds": 2, "k": 1}, retriever=retriever)
+    program.answer_step = False
+    lm = FakeLM(knowledge)
+    with dspy.context(lm=lm):
+        pred = program(question=examples[0].question)
+    assert pred.answer == "" and pred.lm_calls == 0 and pred.packing is None
+    assert len(pred.context_ids) == 2 and lm.history == []  # the question was the only query

@@ -138,7 +138,14 @@ def clean_queries(
 
 
 class _FramesProgram(dspy.Module):
-    """Shared parts: the answer step, usage accounting, the prediction layout, and the spec."""
+    """Shared parts: the answer step, usage accounting, the prediction layout, and the spec.
+
+    ``answer_step`` (default True) can be switched off to run only the retrieval half: the
+    answer is then "" and costs no LM call. Optimising for recall does this, since the answer
+    cannot change what was retrieved.
+    """
+
+    answer_step: bool = True
 
     #: Example fields passed to ``forward``.
     input_fields: tuple[str, ...] = ("question",)
@@ -180,7 +187,16 @@ class _FramesProgram(dspy.Module):
         make = dspy.ChainOfThought if cot else dspy.Predict
         self.answer = make(AnswerWithContext)
 
-    def _answer(self, question: str, articles: Sequence[Article]) -> tuple[str, PackedContext]:
+    @property
+    def answer_calls(self) -> int:
+        """LM calls the answer step makes (0 when it is switched off)."""
+        return 1 if self.answer_step else 0
+
+    def _answer(
+        self, question: str, articles: Sequence[Article]
+    ) -> tuple[str, PackedContext | None]:
+        if not self.answer_step:
+            return "", None
         packed = pack_articles(articles, self.context_tokens) if articles else None
         context = packed.text if packed else "(no articles were found)"
         result = self.answer(question=question, context=context)
@@ -246,7 +262,7 @@ class RetrieveThenAnswer(_FramesProgram):
                 "answer": answer,
                 "context_ids": [ids],
                 "queries": [[question]],
-                "lm_calls": 1,
+                "lm_calls": self.answer_calls,
                 "packed": packed,
             }
 
@@ -277,7 +293,7 @@ class Oracle(_FramesProgram):
                 "answer": answer,
                 "context_ids": [[a.id for a in articles]],
                 "queries": [],
-                "lm_calls": 1,
+                "lm_calls": self.answer_calls,
                 "packed": packed,
             }
 
@@ -417,7 +433,7 @@ class MultiHop(_FramesProgram):
                 "answer": answer,
                 "context_ids": per_round_ids,
                 "queries": per_round_queries,
-                "lm_calls": calls + 1,
+                "lm_calls": calls + self.answer_calls,
                 "query_stats": stats,
                 "packed": packed,
             }
