@@ -355,9 +355,12 @@ def rough_calls(settings: OptimizerSettings, *, n_train: int, calls_per_q: float
     6 bootstrapped sets and ~30 proposal calls; GEPA light uses ``GEPA.auto_budget`` (about
     ``6 x train + 730`` rollouts, whatever the train size) plus a reflection call per ~3;
     SIMBA runs 4 steps of ``2 x candidates`` minibatches plus a final pass per candidate. An
-    explicit ``budget`` replaces the preset's trials, rollouts or steps.
+    explicit ``budget`` replaces the preset's trials, rollouts or steps. A ``recall`` compile
+    runs the query writer alone: no answer call and no judge call per rollout.
     """
     per_q = calls_per_q + 1
+    if settings.objective == "recall" and calls_per_q > 1:
+        per_q = calls_per_q - 1
     n = max(n_train, 1)
     if settings.name == "none":
         return 0.0

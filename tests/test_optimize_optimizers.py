@@ -144,6 +144,8 @@ def test_rough_calls_grow_with_what_the_optimizer_does():
     assert calls("mipro", instructions_only=True) < calls("mipro")
     assert calls("simba", candidates=4) > calls("simba", candidates=1)
     assert calls("gepa") > 0
+    # A recall compile runs 2 of the 3 program calls and no judge: half of 3 + 1 per rollout.
+    assert calls("bootstrap-rs", objective="recall") == calls("bootstrap-rs") / 2
 
 
 @pytest.mark.parametrize("name", ["bootstrap-rs", "mipro", "gepa", "simba"])

@@ -1,0 +1,285 @@
+"""Check a reported experiment: re-score its run folders, or re-run it, against expected figures.
+
+Run ``python -m benchmarks.reproduce experiments/NAME`` (re-score the run folders the
+experiment's commands wrote under ``--runs``, default ``runs``) or add ``--rerun`` (run the
+commands first, into ``--runs``; pick a fresh folder, e.g. ``--runs /tmp/repro``). ``--cache
+off`` adds ``--cache off`` to every command so nothing is replayed from DSPy's response cache.
+
+An experiment is a folder with ``experiment.json``:
+
+- ``commands``: the exact command lines (argument lists) that made its runs; ``{runs}`` in an
+  argument stands for the ``--runs`` folder;
+- ``figures``: each reported number, where it comes from and its expected value.
+  A run figure names ``run`` (a folder under ``{runs}``), ``condition`` and ``metric``, one of
+  :data:`RUN_METRICS`, computed from ``predictions.jsonl`` as the run's table computes it
+  (:func:`frames_dspy.report.summarize_run`). A paired figure names ``compare`` (``a``, ``b``,
+  ``condition``, ``condition_b``) and ``metric``, a field of
+  :class:`frames_dspy.comparison.PairComparison`, with ``index`` for an interval's end; it is
+  computed as ``python -m frames_dspy.compare`` computes it (same bootstrap seed and size);
+- ``tolerance``: how far a re-run figure may land from the expected one (per figure, else the
+  experiment's). Re-scoring the same records must match to :data:`RESCORE_TOLERANCE` (the
+  expected values are stored rounded to 4 decimals).
+
+Exit status: 0 every figure within tolerance, 1 some figure outside it (each one is listed),
+2 the experiment or a run folder cannot be read (the message says which, and how to make it).
+``--write`` stores the figures just computed as the expected values (for the experiment's
+author, after a run; the file says when and with which command line).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import os
+import shlex
+import subprocess
+import sys
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from frames_dspy.comparison import CompareConfig, CompareError, compare_runs
+from frames_dspy.files import atomic_write_text
+from frames_dspy.report import predictions_frame, summarize_run
+
+__all__ = ["RUN_METRICS", "RESCORE_TOLERANCE", "Figure", "load_experiment", "score", "main"]
+
+#: How close a re-scored figure must be to the stored one (stored values have 4 decimals).
+RESCORE_TOLERANCE = 5e-4
+
+#: Run figures: metric name -> how it is read off a condition's summary.
+RUN_METRICS = {
+    "n": lambda s: s["n"],
+    "accuracy": lambda s: s["accuracy"],
+    "program_errors": lambda s: s["program_errors"],
+    "cached_calls": lambda s: s["cached_calls"],
+    "recall": lambda s: s["recall_by_round"][-1] if s["recall_by_round"] else None,
+    "recall_round1": lambda s: s["recall_by_round"][0] if s["recall_by_round"] else None,
+    "tokens_per_question": lambda s: s["tokens_per_question"],
+    "lm_calls_per_question": lambda s: s["lm_calls_per_question"],
+}
+
+
+class ExperimentError(ValueError):
+    """An experiment file or one of its run folders cannot be used; the message says why."""
+
+
+@dataclass(frozen=True)
+class Figure:
+    """One reported number: where it comes from, what it should be, and how far it may move."""
+
+    name: str
+    metric: str
+    expected: float | None
+    tolerance: float
+    run: str | None = None
+    condition: str | None = None
+    compare: dict[str, str] | None = None
+    index: int | None = None
+
+    def describe(self) -> str:
+        if self.compare:
+            c = self.compare
+            return f"{c['b']}:{c['condition_b']} - {c['a']}:{c['condition']} {self.metric}"
+        return f"{self.run}:{self.condition} {self.metric}"
+
+
+def load_experiment(folder: str | Path) -> tuple[dict[str, Any], list[Figure]]:
+    """Read ``folder/experiment.json``; raises :class:`ExperimentError` naming what is wrong."""
+    path = Path(folder) / "experiment.json"
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        raise ExperimentError(f"{path} does not exist; pass an experiment folder") from None
+    except json.JSONDecodeError as err:
+        raise ExperimentError(f"{path} is not valid JSON (line {err.lineno}): {err.msg}") from None
+    default = data.get("tolerance", 0.0)
+    figures = []
+    for i, item in enumerate(data.get("figures", []), start=1):
+        metric = item.get("metric")
+        if "compare" in item:
+            missing = {"a", "b", "condition", "condition_b"} - set(item["compare"])
+            if missing:
+                raise ExperimentError(f"{path}: figure {i} compare lacks {sorted(missing)}")
+        elif metric not in RUN_METRICS:
+            raise ExperimentError(
+                f"{path}: figure {i} has metric {metric!r}; choose one of "
+                f"{', '.join(RUN_METRICS)} (or give 'compare' for a paired figure)"
+            )
+        elif not item.get("run") or not item.get("condition"):
+            raise ExperimentError(f"{path}: figure {i} needs 'run' and 'condition'")
+        figures.append(
+            Figure(
+                name=item.get("name") or f"figure {i}",
+                metric=metric,
+                expected=item.get("expected"),
+                tolerance=float(item.get("tolerance", default)),
+                run=item.get("run"),
+                condition=item.get("condition"),
+                compare=item.get("compare"),
+                index=item.get("index"),
+            )
+        )
+    if not figures:
+        raise ExperimentError(f"{path} lists no figures")
+    return data, figures
+
+
+def _summary(run_dir: Path, cache: dict[Path, dict]) -> dict[str, Any]:
+    if run_dir not in cache:
+        if not (run_dir / "predictions.jsonl").is_file():
+            raise ExperimentError(
+                f"{run_dir}/predictions.jsonl does not exist: run the experiment's commands "
+                "first (add --rerun), or point --runs at the folder they wrote"
+            )
+        cache[run_dir] = summarize_run(predictions_frame(run_dir))
+    return cache[run_dir]
+
+
+def score(figures: Sequence[Figure], runs: str | Path, *, bootstrap: int = 10_000) -> list[Any]:
+    """Compute every figure from the run folders under ``runs`` (None where undefined)."""
+    runs = Path(runs)
+    summaries: dict[Path, dict] = {}
+    pairs: dict[tuple, Any] = {}
+    values = []
+    for figure in figures:
+        if figure.compare:
+            c = figure.compare
+            key = (c["a"], c["b"], c["condition"], c["condition_b"])
+            if key not in pairs:
+                config = CompareConfig(
+                    run_a=str(runs / c["a"]),
+                    run_b=str(runs / c["b"]),
+                    condition=c["condition"],
+                    condition_b=c["condition_b"],
+                    bootstrap=bootstrap,
+                )
+                try:
+                    pairs[key] = compare_runs(config).pairs[0]
+                except CompareError as err:
+                    raise ExperimentError(str(err)) from None
+            value = getattr(pairs[key], figure.metric)
+            if figure.index is not None and value is not None:
+                value = value[figure.index]
+        else:
+            summary = _summary(runs / figure.run, summaries)
+            if figure.condition not in summary:
+                raise ExperimentError(
+                    f"{runs / figure.run} has no condition {figure.condition!r} (it has: "
+                    f"{', '.join(summary) or 'none'})"
+                )
+            value = RUN_METRICS[figure.metric](summary[figure.condition])
+        values.append(value)
+    return values
+
+
+def _within(value: Any, expected: Any, tolerance: float) -> bool:
+    if value is None or expected is None:
+        return value is None and expected is None
+    return math.isclose(float(value), float(expected), rel_tol=0.0, abs_tol=tolerance + 1e-12)
+
+
+def _fmt(value: Any) -> str:
+    if value is None:
+        return "—"
+    return f"{value:.4f}" if isinstance(value, float) else str(value)
+
+
+def run_commands(data: dict[str, Any], runs: Path, cache: str | None) -> None:
+    """Run the experiment's commands in order, ``{runs}`` replaced; stops at the first failure."""
+    for name, argv in data.get("commands", {}).items():
+        args = [str(a).replace("{runs}", str(runs)) for a in argv]
+        if args and args[0] == "python":
+            args[0] = sys.executable
+        if cache:
+            args += ["--cache", cache]
+        print(f"== {name}: {shlex.join(args)}", flush=True)
+        started = time.monotonic()
+        done = subprocess.run(args, env=os.environ.copy())
+        minutes = (time.monotonic() - started) / 60
+        print(f"== {name}: exit {done.returncode} after {minutes:.1f} min", flush=True)
+        if done.returncode not in (0,):
+            raise SystemExit(
+                f"{name} exited {done.returncode}; its run folder keeps every finished question "
+                "(rerun the same command to resume)"
+            )
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="python -m benchmarks.reproduce",
+        description=__doc__.split("\n\n")[0],
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+        epilog="examples:\n"
+        "  python -m benchmarks.reproduce experiments/recall-demo\n"
+        "  python -m benchmarks.reproduce experiments/recall-demo --rerun --runs /tmp/repro "
+        "--cache off",
+    )
+    parser.add_argument("experiment", help="experiment folder holding experiment.json")
+    parser.add_argument(
+        "--runs", default="runs", help="folder the commands write their runs under (default runs)"
+    )
+    parser.add_argument(
+        "--rerun", action="store_true", help="run the experiment's commands first (slow)"
+    )
+    parser.add_argument(
+        "--cache",
+        choices=["on", "off", "refresh"],
+        help="with --rerun: pass --cache to every command (default: the commands' own)",
+    )
+    parser.add_argument(
+        "--write",
+        action="store_true",
+        help="store the computed figures as the expected ones (experiment authors only)",
+    )
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    runs = Path(args.runs)
+    try:
+        data, figures = load_experiment(args.experiment)
+        if args.rerun:
+            run_commands(data, runs, args.cache)
+        values = score(figures, runs, bootstrap=int(data.get("bootstrap", 10_000)))
+    except ExperimentError as err:
+        print(f"error: {err}", file=sys.stderr)
+        return 2
+    tolerance_of = (lambda f: f.tolerance) if args.rerun else (lambda f: RESCORE_TOLERANCE)
+    mode = "re-run" if args.rerun else "re-scored"
+    print(f"{data.get('title', args.experiment)} ({mode} from {runs})")
+    print("| figure | source | expected | got | tolerance | |")
+    print("|---|---|---|---|---|---|")
+    bad = 0
+    for figure, value in zip(figures, values, strict=True):
+        ok = args.write or _within(value, figure.expected, tolerance_of(figure))
+        bad += not ok
+        print(
+            f"| {figure.name} | {figure.describe()} | {_fmt(figure.expected)} | {_fmt(value)} "
+            f"| ±{tolerance_of(figure):g} | {'ok' if ok else 'OUTSIDE'} |"
+        )
+    if args.write:
+        path = Path(args.experiment) / "experiment.json"
+        for item, value in zip(data["figures"], values, strict=True):
+            item["expected"] = round(value, 4) if isinstance(value, float) else value
+        data["expected_written"] = {
+            "date": time.strftime("%Y-%m-%d"),
+            "runs": str(runs),
+            "command": shlex.join(["python", "-m", "benchmarks.reproduce", *sys.argv[1:]]),
+        }
+        atomic_write_text(path, json.dumps(data, indent=2, ensure_ascii=False) + "\n")
+        print(f"wrote the expected figures to {path}")
+        return 0
+    if bad:
+        print(f"{bad} of {len(figures)} figure(s) outside tolerance", file=sys.stderr)
+        return 1
+    print(f"all {len(figures)} figures within tolerance")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
