@@ -47,6 +47,15 @@ def _ids(ids: list[Any]) -> str:
     return shown + (f", … and {more} more (--json lists all)" if more > 0 else "")
 
 
+def _spec_line(pair: PairComparison) -> list[str]:
+    if pair.spec_differ is None:
+        return []
+    if not pair.spec_differ:
+        return ["program specs: the same (instructions and demos are not part of the spec)"]
+    changed = "; ".join(f"{k}: {a!r} -> {b!r}" for k, (a, b) in pair.spec_differ.items())
+    return [f"program specs that differ: {changed}"]
+
+
 def _pair_text(pair: PairComparison) -> list[str]:
     title = (
         pair.condition_a
@@ -71,6 +80,7 @@ def _pair_text(pair: PairComparison) -> list[str]:
         + (f" ({_ids(pair.only_in_a)})" if pair.only_in_a else "")
         + f"; only in B: {len(pair.only_in_b)}"
         + (f" ({_ids(pair.only_in_b)})" if pair.only_in_b else ""),
+        *_spec_line(pair),
         "",
         "| on the paired questions | A | B | B - A | 95% interval (paired bootstrap) |",
         "|---|---:|---:|---:|---|",

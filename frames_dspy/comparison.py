@@ -49,6 +49,11 @@ __all__ = [
 #: Settings that differ between any two runs without changing what an answer means.
 _IGNORED_SETTINGS = ("out", "threads")
 
+#: Command-line settings that only shape the programs run. When both runs recorded the spec of
+#: each program they ran (``programs`` in config.json), the specs are compared instead: with
+#: ``--program`` the command line's rounds/k/n_docs are defaults that were never used.
+_SPEC_SETTINGS = ("conditions", "program", "rounds", "k", "n_docs", "include_question", "cot")
+
 #: Below this many paired questions a percentile bootstrap interval is too narrow to trust.
 SMALL_N = 30
 
@@ -144,6 +149,9 @@ class PairComparison:
     tokens_per_q_b: float | None
     errors: dict[str, SideErrors]
     verdict: str
+    #: Program spec fields that differ: name -> [value in A, value in B]; None when a run
+    #: did not record the spec of its condition.
+    spec_differ: dict[str, list[Any]] | None = None
 
 
 @dataclass
@@ -380,6 +388,14 @@ def short_hash(sha: str | None) -> str:
     return "none" if sha is None else sha[:12]
 
 
+def _differ(a: dict[str, Any], b: dict[str, Any], ignored: tuple[str, ...]) -> dict[str, list]:
+    return {
+        key: [a.get(key), b.get(key)]
+        for key in sorted(set(a) | set(b))
+        if key not in ignored and a.get(key) != b.get(key)
+    }
+
+
 def compare_runs(config: CompareConfig) -> Comparison:
     """Check that two run folders are comparable and compare their condition(s).
 
@@ -444,13 +460,17 @@ def compare_runs(config: CompareConfig) -> Comparison:
         for a, b in names
     ]
 
-    settings_a = run_a.config.get("settings") or {}
-    settings_b = run_b.config.get("settings") or {}
-    settings_differ = {
-        key: [settings_a.get(key), settings_b.get(key)]
-        for key in sorted(set(settings_a) | set(settings_b))
-        if key not in _IGNORED_SETTINGS and settings_a.get(key) != settings_b.get(key)
-    }
+    specs_a = run_a.config.get("programs")
+    specs_b = run_b.config.get("programs")
+    ignored = _IGNORED_SETTINGS + (_SPEC_SETTINGS if specs_a and specs_b else ())
+    for pair in pairs:
+        spec_a = (specs_a or {}).get(pair.condition_a)
+        spec_b = (specs_b or {}).get(pair.condition_b)
+        if spec_a is not None and spec_b is not None:
+            pair.spec_differ = _differ(spec_a, spec_b, ())
+    settings_differ = _differ(
+        run_a.config.get("settings") or {}, run_b.config.get("settings") or {}, ignored
+    )
     return Comparison(
         run_a=str(run_a.path),
         run_b=str(run_b.path),

@@ -250,6 +250,41 @@ def test_settings_that_differ_are_reported(tmp_path):
     assert "model: 'local' -> 'openai/gpt-4o-mini'" in format_text(result)
 
 
+def test_program_specs_replace_unused_command_line_shape(tmp_path):
+    # With --program, evaluate records its default rounds/k/n_docs although the program's own
+    # spec ran; the recorded specs are compared instead, per condition pair.
+    spec = {"kind": "multihop", "rounds": 2, "k": 2, "n_docs": 3, "planning": True}
+    a = write_run(tmp_path / "a", outcomes("multistep-planning", "01"))
+    b = write_run(tmp_path / "b", outcomes("program", "11"))
+    for folder, settings, programs in [
+        (a, {"rounds": 2, "k": 2}, {"multistep-planning": spec}),
+        (b, {"rounds": 5, "k": 5}, {"program": {**spec, "planning": False}}),
+    ]:
+        config = json.loads((folder / "config.json").read_text(encoding="utf-8"))
+        config["settings"].update(settings)
+        config["programs"] = programs
+        (folder / "config.json").write_text(json.dumps(config), encoding="utf-8")
+    result = compare_runs(
+        CompareConfig(
+            run_a=str(a), run_b=str(b), condition="multistep-planning", condition_b="program"
+        )
+    )
+    assert result.settings_differ == {}
+    assert result.pairs[0].spec_differ == {"planning": [True, False]}
+    assert "program specs that differ: planning: True -> False" in format_text(result)
+
+
+def test_command_line_shape_compared_without_recorded_specs(tmp_path):
+    a = write_run(tmp_path / "a", outcomes("naive", "01"))
+    b = write_run(tmp_path / "b", outcomes("naive", "11"))
+    config = json.loads((b / "config.json").read_text(encoding="utf-8"))
+    config["settings"]["rounds"] = 3
+    (b / "config.json").write_text(json.dumps(config), encoding="utf-8")
+    result = compare_runs(CompareConfig(run_a=str(a), run_b=str(b)))
+    assert result.settings_differ == {"rounds": [5, 3]}
+    assert result.pairs[0].spec_differ is None
+
+
 # --- errors --------------------------------------------------------------------------------
 
 

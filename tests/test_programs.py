@@ -360,6 +360,27 @@ def test_multihop_k_and_include_question(store):
     assert "[[ ## n_queries ## ]]\n3" in user_message(lm, 0)
 
 
+def test_multihop_trace_keeps_only_the_queries_sent(store):
+    # Bootstrapped demos come from the trace; a runaway list of repeated queries from a small
+    # model must not become a demo many times longer than what the program sent.
+    runaway = plan("Bell birthplace", *["Edinburgh river", "July"] * 30)
+    lm = DummyLM([runaway, {"answer": "x"}])
+    program = MultiHop(
+        ScriptedRetriever(store, ROUND_TABLE),
+        rounds=1,
+        k=2,
+        n_docs=1,
+        include_question=False,
+        context_tokens=500,
+    )
+    with dspy.context(lm=lm, trace=[]):
+        pred = program(question=QUESTION)
+        trace = list(dspy.settings.trace)
+    assert pred.queries == [["Bell birthplace", "Edinburgh river"]]
+    written = [out.queries for predictor, _, out in trace if predictor is program.generate]
+    assert written == [["Bell birthplace", "Edinburgh river"]]
+
+
 def test_multihop_with_k1_and_the_question_writes_no_queries(store):
     lm = DummyLM([{"answer": "x"}])
     program = MultiHop(

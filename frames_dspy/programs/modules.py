@@ -415,6 +415,10 @@ class MultiHop(_FramesProgram):
                     )
                     for key, value in counts.items():
                         stats[key] += value
+                    if written:
+                        # The trace holds this prediction and bootstrapped demos are made from
+                        # it: keep only the queries sent, not a small model's runaway list.
+                        out.queries = kept
                     queries.extend(kept)
                     past.extend(kept)
                 if not queries:
