@@ -191,6 +191,21 @@ def test_lm_keeps_its_spec_and_window_through_copies(fake_llama_cpp, gguf):
         local.spec = "local"  # read-only: it follows model_spec
 
 
+def test_rollout_copies_sample_with_their_own_seed(fake_llama_cpp, gguf, tmp_path):
+    # SIMBA asks for lm.copy(rollout_id=r, temperature=1.0) per sample; DSPy keeps the id out
+    # of the request, so with one fixed seed the embedded sampler drew the same sample each time.
+    lm = make_lm(f"local:{gguf}")
+    rollouts = [lm.copy(rollout_id=r, temperature=1.0) for r in range(3)]
+    assert [r.kwargs["seed"] for r in rollouts] == [0, 1, 2]
+    assert lm.copy(rollout_id=2, seed=7).kwargs["seed"] == 7  # an explicit seed wins
+    assert rollouts[2].copy(rollout_id=5).kwargs["seed"] == 5  # from the base seed, not 2 + 5
+    assert lm.copy(temperature=0.5).kwargs["seed"] == 0
+    for rollout in rollouts:
+        rollout(f"one prompt for every rollout {tmp_path.name}")
+    sent = [kwargs["seed"] for llama in fake_llama_cpp.instances for _, kwargs in llama.calls]
+    assert sent == [0, 1, 2]
+
+
 def test_frames_lm_without_a_spec():
     lm = FramesLM("openai/gpt-4o-mini", api_key="x")
     assert lm.model_spec is None and lm.spec is None and lm.declared_context_window is None

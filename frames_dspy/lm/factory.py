@@ -120,6 +120,21 @@ class FramesLM(dspy.LM):
         note_retry()
         return wait
 
+    def copy(self, **kwargs):
+        """``dspy.LM.copy``, with the seed moved by the rollout id when one is given.
+
+        Optimizers ask for different samples of one prompt with ``copy(rollout_id=r,
+        temperature=1.0)`` (SIMBA; also BestOfN and Refine). DSPy keeps the id out of the
+        request, so with this LM's fixed seed a seeded sampler (the embedded engine, or an API
+        honouring ``seed``) draws the same sample for every rollout. The seed becomes the
+        base seed plus the rollout id; an explicit ``seed=`` wins.
+        """
+        rollout = kwargs.get("rollout_id")
+        seed = self.kwargs.get("seed")
+        if rollout is not None and "seed" not in kwargs and seed is not None:
+            kwargs["seed"] = seed - (self.kwargs.get("rollout_id") or 0) + rollout
+        return super().copy(**kwargs)
+
     def __call__(self, *args, **kwargs):
         attempt = 0
         while True:
