@@ -460,7 +460,9 @@ def build_parser() -> argparse.ArgumentParser:
         "--optimizer",
         choices=list(OPTIMIZERS),
         default=defaults.optimizer,
-        help="; ".join(f"{k}: {v}" for k, v in OPTIMIZERS.items()) + " (default %(default)s)",
+        help="; ".join(f"{k}: {v}" for k, v in OPTIMIZERS.items())
+        + " (default %(default)s). The optimizer's own prompt writing (MIPROv2's proposals, "
+        "GEPA's reflection, SIMBA's rules) uses --judge-model: name a stronger one there",
     )
     prompts.add_argument(
         "--optimize-in-trials",

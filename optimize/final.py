@@ -82,7 +82,7 @@ class CompileRun:
             settings=self.opt,
             autorater=self.session.autorater,
             lm=self.session.lm,
-            reflection_lm=self.session.judge_lm,
+            prompt_lm=self.session.judge_lm,
             store=self.session.store,
         )
 

@@ -226,7 +226,7 @@ def compile_program(
     settings: OptimizerSettings,
     autorater: Autorater,
     lm: dspy.BaseLM,
-    reflection_lm: dspy.BaseLM | None = None,
+    prompt_lm: dspy.BaseLM | None = None,
     store=None,
 ) -> dspy.Module:
     """Optimise ``program``'s prompts on ``trainset`` with the chosen DSPy optimizer.
@@ -236,8 +236,12 @@ def compile_program(
         trainset: Examples with ``question`` as input and ``answer`` as label.
         settings: Which optimizer and its limits.
         autorater: The judge of answers (wrapped into ``settings.objective``'s metric).
-        lm: The program's LM; also MIPROv2's prompt model.
-        reflection_lm: GEPA's reflection LM (default ``lm``).
+        lm: The program's LM.
+        prompt_lm: The LM that writes prompts for the optimizer: MIPROv2's instruction
+            proposer, GEPA's reflection, SIMBA's rules and advice (default ``lm``). A small
+            program model writes poor prompts (the 0.5B model's SIMBA advice does not parse);
+            ``optimize.compile`` passes the judge model here, so ``--judge-model`` names a
+            stronger one.
         store: Article store, for recall and for GEPA's retrieval feedback.
 
     Returns:
@@ -257,7 +261,7 @@ def compile_program(
         student = copy.deepcopy(program)
         student.answer_step = False
         student.answer = None
-    compiled = _run_optimizer(student, trainset, settings, autorater, lm, reflection_lm, store)
+    compiled = _run_optimizer(student, trainset, settings, autorater, lm, prompt_lm, store)
     if retrieval_only:
         compiled.answer = copy.deepcopy(program.answer)
         compiled.answer_step = True
@@ -272,7 +276,8 @@ def _query_writer_only(program: dspy.Module) -> bool:
     return "answer" in names and any("generate" in name for name in names)
 
 
-def _run_optimizer(program, trainset, settings, autorater, lm, reflection_lm, store):
+def _run_optimizer(program, trainset, settings, autorater, lm, prompt_lm, store):
+    prompt_lm = prompt_lm or lm
     name = settings.name
     demos = settings.demos
     threads = max(1, settings.threads)
@@ -295,7 +300,7 @@ def _run_optimizer(program, trainset, settings, autorater, lm, reflection_lm, st
             )
             optimizer = dspy.MIPROv2(
                 metric=metric,
-                prompt_model=lm,
+                prompt_model=prompt_lm,
                 task_model=lm,
                 max_bootstrapped_demos=demos,
                 max_labeled_demos=0,
@@ -318,7 +323,7 @@ def _run_optimizer(program, trainset, settings, autorater, lm, reflection_lm, st
                 metric=FeedbackMetric(
                     autorater, store, objective=settings.objective, n=len(trainset)
                 ),
-                reflection_lm=reflection_lm or lm,
+                reflection_lm=prompt_lm,
                 num_threads=threads,
                 seed=settings.seed,
                 track_stats=False,
@@ -333,6 +338,7 @@ def _run_optimizer(program, trainset, settings, autorater, lm, reflection_lm, st
                 num_candidates=settings.candidates,
                 max_steps=settings.budget or 4,
                 max_demos=demos,
+                prompt_model=prompt_lm,
                 demo_input_field_maxlen=settings.demo_chars,
                 num_threads=threads,
             )

@@ -188,3 +188,44 @@ def test_without_its_answer_step_a_program_makes_no_answer_call(tiny):
         pred = program(question=examples[0].question)
     assert pred.answer == "" and pred.lm_calls == 0 and pred.packing is None
     assert len(pred.context_ids) == 2 and lm.history == []  # the question was the only query
+
+
+@pytest.mark.parametrize(
+    "name, option, cls",
+    [
+        ("mipro", "prompt_model", "MIPROv2"),
+        ("gepa", "reflection_lm", "GEPA"),
+        ("simba", "prompt_model", "SIMBA"),
+    ],
+)
+def test_the_optimizers_write_prompts_with_the_prompt_lm(tiny, monkeypatch, name, option, cls):
+    # The 0.5B program model writes advice SIMBA cannot parse: a stronger model can write the
+    # prompts (optimize.compile passes --judge-model) while the program keeps its own model.
+    examples, store, knowledge, retriever = tiny
+    built = []
+
+    class Recorder:
+        def __init__(self, **options):
+            built.append(options)
+
+        def compile(self, program, **_):
+            return program
+
+    monkeypatch.setattr(dspy, cls, Recorder)
+    program = build_program({"kind": "multihop", "rounds": 1, "k": 1}, retriever=retriever)
+    lm, writer = FakeLM(knowledge), FakeLM(knowledge)
+    settings = OptimizerSettings(name=name, budget=2, candidates=2)
+    for prompt_lm in (writer, None):
+        compile_program(
+            program,
+            examples[:4],
+            settings=settings,
+            autorater=Autorater(lm),
+            lm=lm,
+            prompt_lm=prompt_lm,
+            store=store,
+        )
+    assert built[0][option] is writer
+    assert built[1][option] is lm  # without one, the program's own LM
+    if "task_model" in built[0]:
+        assert built[0]["task_model"] is lm
