@@ -48,7 +48,7 @@ from frames_dspy.session import open_session
 from optimize.config import SAMPLERS, STUDY_KEYS, CompileConfig, CompileResult, NoCompleteTrials
 from optimize.cost import estimate_cost
 from optimize.final import CompileRun, final_stage, trial_line
-from optimize.optimizers import OPTIMIZERS
+from optimize.optimizers import OPTIMIZER_HELP, OPTIMIZERS
 from optimize.pareto import complete_trials, parse_pick
 from optimize.storage import make_sampler, open_study, redact
 from optimize.study import (
@@ -460,9 +460,7 @@ def build_parser() -> argparse.ArgumentParser:
         "--optimizer",
         choices=list(OPTIMIZERS),
         default=defaults.optimizer,
-        help="; ".join(f"{k}: {v}" for k, v in OPTIMIZERS.items())
-        + " (default %(default)s). The optimizer's own prompt writing (MIPROv2's proposals, "
-        "GEPA's reflection, SIMBA's rules) uses --judge-model: name a stronger one there",
+        help=OPTIMIZER_HELP + " (default %(default)s)",
     )
     prompts.add_argument(
         "--optimize-in-trials",

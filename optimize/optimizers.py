@@ -24,6 +24,7 @@ logger = logging.getLogger(__name__)
 
 __all__ = [
     "OPTIMIZERS",
+    "OPTIMIZER_HELP",
     "OptimizerSettings",
     "ObjectiveMetric",
     "FeedbackMetric",
@@ -40,6 +41,13 @@ OPTIMIZERS = {
     "gepa": "dspy.GEPA, auto='light' (reflective instruction evolution with judge feedback)",
     "simba": "dspy.SIMBA (self-reflective rules, and demos unless instructions-only)",
 }
+
+#: ``--optimizer``'s help: the choices, and which model writes the optimizers' prompts.
+OPTIMIZER_HELP = (
+    "; ".join(f"{name}: {what}" for name, what in OPTIMIZERS.items())
+    + ". The optimizer's own prompt writing (MIPROv2's proposals, GEPA's reflection, SIMBA's "
+    "rules) uses --judge-model: name a stronger one there"
+)
 
 
 @dataclass(frozen=True)
