@@ -31,15 +31,27 @@ def record(condition, qid, correct, **extra):
     return base
 
 
-def write_run(folder, records, *, dataset=DATASET, corpus=CORPUS, model="local", config=True):
+def write_run(
+    folder,
+    records,
+    *,
+    dataset=DATASET,
+    corpus=CORPUS,
+    model="local",
+    config=True,
+    settings=None,
+    programs=None,
+):
     folder.mkdir(parents=True, exist_ok=True)
     if config:
         payload = {
-            "settings": {"model": model, "rounds": 5, "out": str(folder)},
+            "settings": {"model": model, "rounds": 5, "out": str(folder), **(settings or {})},
             "selected_ids": sorted({r["id"] for r in records or []}),
             "dataset_sha256": dataset,
             "corpus_sha256": corpus,
         }
+        if programs is not None:
+            payload["programs"] = programs
         (folder / "config.json").write_text(json.dumps(payload), encoding="utf-8")
     if records is not None:
         lines = "".join(json.dumps(r) + "\n" for r in records)
@@ -254,16 +266,18 @@ def test_program_specs_replace_unused_command_line_shape(tmp_path):
     # With --program, evaluate records its default rounds/k/n_docs although the program's own
     # spec ran; the recorded specs are compared instead, per condition pair.
     spec = {"kind": "multihop", "rounds": 2, "k": 2, "n_docs": 3, "planning": True}
-    a = write_run(tmp_path / "a", outcomes("multistep-planning", "01"))
-    b = write_run(tmp_path / "b", outcomes("program", "11"))
-    for folder, settings, programs in [
-        (a, {"rounds": 2, "k": 2}, {"multistep-planning": spec}),
-        (b, {"rounds": 5, "k": 5}, {"program": {**spec, "planning": False}}),
-    ]:
-        config = json.loads((folder / "config.json").read_text(encoding="utf-8"))
-        config["settings"].update(settings)
-        config["programs"] = programs
-        (folder / "config.json").write_text(json.dumps(config), encoding="utf-8")
+    a = write_run(
+        tmp_path / "a",
+        outcomes("multistep-planning", "01"),
+        settings={"rounds": 2, "k": 2},
+        programs={"multistep-planning": spec},
+    )
+    b = write_run(
+        tmp_path / "b",
+        outcomes("program", "11"),
+        settings={"rounds": 5, "k": 5},
+        programs={"program": {**spec, "planning": False}},
+    )
     result = compare_runs(
         CompareConfig(
             run_a=str(a), run_b=str(b), condition="multistep-planning", condition_b="program"
@@ -276,10 +290,7 @@ def test_program_specs_replace_unused_command_line_shape(tmp_path):
 
 def test_command_line_shape_compared_without_recorded_specs(tmp_path):
     a = write_run(tmp_path / "a", outcomes("naive", "01"))
-    b = write_run(tmp_path / "b", outcomes("naive", "11"))
-    config = json.loads((b / "config.json").read_text(encoding="utf-8"))
-    config["settings"]["rounds"] = 3
-    (b / "config.json").write_text(json.dumps(config), encoding="utf-8")
+    b = write_run(tmp_path / "b", outcomes("naive", "11"), settings={"rounds": 3})
     result = compare_runs(CompareConfig(run_a=str(a), run_b=str(b)))
     assert result.settings_differ == {"rounds": [5, 3]}
     assert result.pairs[0].spec_differ is None
