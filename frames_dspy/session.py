@@ -224,8 +224,23 @@ class Session:
             "corpus_articles": len(self.store) if self.store is not None else 0,
             "lm_model": getattr(self.lm, "model", str(self.lm)),
             "judge_model": getattr(self.judge_lm, "model", str(self.judge_lm)),
+            "engines": self.engines(),
             **environment_record(),
         }
+
+    def engines(self) -> dict[str, Any]:
+        """How each embedded model runs (isolation, threads, extra buffers, the CPU).
+
+        Starts the embedded engines if they are not running yet, so an engine that cannot run
+        on this machine stops the run here, before any question, and the record says what
+        the start-up probe chose.
+        """
+        engines = {}
+        for role, lm in (("program", self.lm), ("judge", self.judge_lm)):
+            engine = getattr(lm, "engine", None)
+            if getattr(engine, "embedded", False) and hasattr(engine, "load"):
+                engines[role] = engine.load()
+        return engines
 
 
 def open_session(

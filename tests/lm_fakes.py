@@ -18,7 +18,14 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from frames_dspy.lm import BUNDLED_MODELS, BundledModel, assemble_model, factory, llama_engine
+from frames_dspy.lm import (
+    BUNDLED_MODELS,
+    BundledModel,
+    assemble_model,
+    factory,
+    llama_engine,
+    llama_process,
+)
 from frames_dspy.lm.weights import MODEL_DIR_ENV
 
 REPLY = "[[ ## answer ## ]]\nParis\n\n[[ ## completed ## ]]"
@@ -148,7 +155,7 @@ def patch_llama_cpp(monkeypatch, fake) -> None:
     ``make_lm`` checks the import up front (factory) and the engine imports it to load a model
     (llama_engine); both look the name up in their own module.
     """
-    for module in (factory, llama_engine):
+    for module in (factory, llama_process):
         monkeypatch.setattr(module, "_import_llama_cpp", lambda: fake)
 
 
@@ -171,6 +178,10 @@ def fake_llama_cpp(monkeypatch, model_dir):
 
     fake.Llama = build
     patch_llama_cpp(monkeypatch, fake)
+    # The fake lives in this process: a worker process would import the real llama_cpp.
+    monkeypatch.setattr(llama_engine, "DEFAULT_ISOLATION", "inline")
+    # "auto" would first try the buffers in a worker process, which loads the real llama_cpp.
+    monkeypatch.setenv(llama_engine.EXTRA_BUFFERS_ENV, "on")
     llama_engine._reset_loaded_models()
     yield fake
     llama_engine._reset_loaded_models()

@@ -111,8 +111,8 @@ def test_logprobs_come_from_the_scores_of_each_generated_token(fake_llama_cpp, g
     assert math.exp(tokens[0]["logprob"]) == pytest.approx(1.0)
     _, kwargs = fake_llama_cpp.instances[0].calls[-1]
     # The recorder reads the model's scores before the timeout's processor can mask them.
-    assert type(kwargs["logits_processor"][0]).__name__ == "_StepScores"
-    assert type(kwargs["logits_processor"][1]).__name__ == "_Deadline"
+    assert type(kwargs["logits_processor"][0]).__name__ == "StepScores"
+    assert type(kwargs["logits_processor"][1]).__name__ == "Deadline"
 
 
 def test_logprobs_without_alternatives_and_cut_at_a_stop(fake_llama_cpp, gguf):

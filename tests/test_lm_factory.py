@@ -14,6 +14,7 @@ import subprocess
 import sys
 import time
 import urllib.request
+from pathlib import Path
 
 import dspy
 import pytest
@@ -29,6 +30,8 @@ from frames_dspy.lm import (
     make_lm,
     parse_spec,
 )
+
+FIXTURES = Path(__file__).parent / "fixtures"
 
 
 def test_api_options_are_refused_for_embedded_models(fake_llama_cpp, gguf):
@@ -133,8 +136,7 @@ def test_openai_compatible_server_path(real_model_path, tmp_path):
     proc = subprocess.Popen(
         [
             sys.executable,
-            "-m",
-            "llama_cpp.server",
+            str(FIXTURES / "llama_server_plain_buffers.py"),
             "--model",
             str(real_model_path),
             "--model_alias",

@@ -20,7 +20,8 @@ from frames_dspy.lm.litellm_setup import (
     _resolve_api_key,
     _use_packaged_model_map,
 )
-from frames_dspy.lm.llama_engine import LlamaCppEngine, _import_llama_cpp
+from frames_dspy.lm.llama_engine import LlamaCppEngine
+from frames_dspy.lm.llama_process import _import_llama_cpp
 from frames_dspy.lm.specs import (
     BUNDLED_MODELS,
     DEFAULT_LOCAL_MAX_TOKENS,
@@ -188,6 +189,8 @@ def make_lm(
     num_retries: int | None = None,
     retry_backoff: float = 1.0,
     n_threads: int | None = None,
+    extra_buffers: str | None = None,
+    isolation: str | None = None,
     check_connection: bool = True,
     **kwargs: Any,
 ) -> dspy.BaseLM:
@@ -215,6 +218,11 @@ def make_lm(
             and 3 for API models.
         retry_backoff: Seconds before the first retry, doubled for each further one.
         n_threads: CPU threads for embedded models (default: all available cores).
+        extra_buffers: Embedded models: llama.cpp's extra CPU buffers (AMX, repacked
+            weights), ``"auto"`` (on unless they crash; the default, or
+            ``FRAMES_DSPY_EXTRA_BUFFERS``), ``"on"`` or ``"off"``.
+        isolation: Embedded models: ``"process"`` (a worker process, the default: a native
+            crash fails one call, not the caller) or ``"inline"`` (this process).
         check_connection: Check at once that ``api_base`` accepts connections.
         **kwargs: Further generation settings sent with every request (e.g. ``top_p``,
             ``top_k``, ``frequency_penalty``); they are part of DSPy's cache key.
@@ -245,6 +253,8 @@ def make_lm(
             n_threads=n_threads,
             seed=seed or 0,
             timeout=timeout,
+            extra_buffers=extra_buffers,
+            isolation=isolation,
         )
         return FramesLM(
             model,

@@ -9,19 +9,15 @@ whole process.
 
 from __future__ import annotations
 
-import importlib
+import atexit
 import logging
-import math
 import os
 import re
 import threading
-import time
 from collections.abc import Iterator, Mapping
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-import numpy as np
 from dspy.lm15 import (
     ContextLengthError,
     Message,
@@ -37,33 +33,17 @@ from dspy.lm15 import (
 )
 from dspy.lm15 import TimeoutError as LM15TimeoutError
 
-from frames_dspy.lm.errors import LMSetupError
+from frames_dspy.lm.llama_process import (
+    EXTRA_BUFFERS,
+    EXTRA_BUFFERS_ENV,
+    EngineHost,
+)
+from frames_dspy.lm.llama_worker import EngineSettings, Generation
 from frames_dspy.lm.specs import DEFAULT_N_CTX
 
 __all__ = ["LlamaCppEngine", "loaded_models"]
 
 logger = logging.getLogger(__name__)
-
-
-def _import_llama_cpp():
-    try:
-        return importlib.import_module("llama_cpp")
-    except ImportError as exc:
-        raise LMSetupError(
-            "the embedded model needs llama-cpp-python, which is not installed (or failed to "
-            f'load: {exc}); install the local extra: pip install -e ".[local]"'
-        ) from exc
-
-
-@dataclass
-class _Loaded:
-    llama: Any
-    lock: threading.Lock
-    load_seconds: float
-
-
-_LOADED: dict[tuple[str, int], _Loaded] = {}
-_LOAD_LOCK = threading.Lock()
 
 
 def _cpu_count() -> int:
@@ -73,16 +53,33 @@ def _cpu_count() -> int:
         return os.cpu_count() or 1
 
 
+#: Where the model runs unless told: "process" (a worker process; a native crash fails one
+#: call, not the run) or "inline" (this process; the fast tests' fake llama_cpp).
+DEFAULT_ISOLATION = "process"
+#: What builds the model in a worker process (tests name a stand-in that crashes on purpose).
+DEFAULT_FACTORY = EngineSettings.factory
+ISOLATIONS = ("process", "inline")
+
 _OVERFLOW = re.compile(r"Requested tokens \((\d+)\) exceed context window of (\d+)")
 
 
-class LlamaCppEngine:
-    """A DSPy engine that runs a GGUF model in this process with llama-cpp-python.
+_HOSTS: dict[tuple[str, int], EngineHost] = {}
+_HOSTS_LOCK = threading.Lock()
 
-    The model is loaded on the first call (so a fully cached run never loads it) and shared by
-    every engine in the process with the same file and context size. llama.cpp contexts are not
-    thread-safe and DSPy evaluates with threads, so calls on one model are serialised by a lock;
-    consecutive calls reuse the KV cache for their shared prompt prefix.
+
+class LlamaCppEngine:
+    """A DSPy engine that runs a GGUF model with llama-cpp-python.
+
+    The model runs in a worker process (``isolation="process"``, the default), so a native
+    crash of llama.cpp fails the call that was running (recorded as that question's error)
+    instead of killing the run; the next call starts a new worker, and after
+    :data:`MAX_CONSECUTIVE_CRASHES` crashes in a row the engine raises :class:`LMSetupError`
+    (the run stops, keeping what finished). The worker is started on the first call (so a
+    fully cached run never loads the model), loads the model, and answers a probe; if the
+    probe crashes with llama.cpp's extra CPU buffers (AMX, repacked weights), the worker is
+    replaced by one without them. Every engine in the process with the same file and context
+    size shares one worker. Calls on one model are serialised (llama.cpp contexts are not
+    thread-safe); consecutive calls reuse the KV cache for their shared prompt prefix.
 
     Args:
         model_path: The GGUF file.
@@ -90,10 +87,14 @@ class LlamaCppEngine:
         n_threads: CPU threads; defaults to all cores available to this process.
         seed: Sampling seed used when a request does not carry one.
         timeout: Seconds a call may generate before it is stopped (None: no limit).
-        llama: An already constructed ``llama_cpp.Llama``-like object (tests inject a fake).
+        isolation: ``"process"`` or ``"inline"`` (in this process); None means
+            :data:`DEFAULT_ISOLATION`.
+        extra_buffers: ``"auto"``, ``"on"`` or ``"off"``; None reads ``FRAMES_DSPY_EXTRA_BUFFERS``
+            (default ``"auto"``).
+        llama: An already constructed ``llama_cpp.Llama``-like object, run inline (tests).
     """
 
-    #: Marks an engine that runs the model in this process; code that must not import this
+    #: Marks an engine that runs the model on this machine; code that must not import this
     #: module (``errors``, to avoid an import cycle) asks for it instead of ``isinstance``.
     embedded = True
 
@@ -124,72 +125,86 @@ class LlamaCppEngine:
         n_threads: int | None = None,
         seed: int = 0,
         timeout: float | None = None,
+        isolation: str | None = None,
+        extra_buffers: str | None = None,
         llama: Any | None = None,
     ):
+        isolation = isolation or DEFAULT_ISOLATION
         if n_ctx < 256:
             raise ValueError(f"n_ctx={n_ctx} is too small for a chat prompt; use 2048 or more")
+        if isolation not in ISOLATIONS:
+            raise ValueError(f"isolation={isolation!r}; choose one of {', '.join(ISOLATIONS)}")
+        extra_buffers = extra_buffers or os.environ.get(EXTRA_BUFFERS_ENV) or "auto"
+        if extra_buffers not in EXTRA_BUFFERS:
+            raise ValueError(
+                f"extra buffers {extra_buffers!r} (extra_buffers= or {EXTRA_BUFFERS_ENV}); "
+                f"choose one of {', '.join(EXTRA_BUFFERS)}"
+            )
         self.model_path = str(Path(model_path).expanduser())
         self.n_ctx = int(n_ctx)
         self.n_threads = n_threads or _cpu_count()
         self.seed = seed
         self.timeout = timeout
-        self._injected = _Loaded(llama, threading.Lock(), 0.0) if llama is not None else None
+        self.isolation = isolation
+        self.extra_buffers = extra_buffers
+        self._injected = EngineHost.injected(llama, self._settings()) if llama is not None else None
+
+    def _settings(self) -> EngineSettings:
+        return EngineSettings(
+            model_path=self.model_path,
+            n_ctx=self.n_ctx,
+            n_threads=self.n_threads,
+            seed=self.seed,
+            extra_buffers=self.extra_buffers != "off",
+            factory=DEFAULT_FACTORY,
+        )
 
     # -- loading ---------------------------------------------------------------------------
 
-    def _loaded(self) -> _Loaded:
+    def _host(self) -> EngineHost:
         if self._injected is not None:
             return self._injected
         key = (self.model_path, self.n_ctx)
-        loaded = _LOADED.get(key)
-        if loaded is not None:
-            return loaded
-        with _LOAD_LOCK:
-            loaded = _LOADED.get(key)
-            if loaded is None:
-                loaded = self._load_llama()
-                _LOADED[key] = loaded
-        return loaded
+        host = _HOSTS.get(key)
+        if host is None:
+            with _HOSTS_LOCK:
+                host = _HOSTS.get(key)
+                if host is None:
+                    host = EngineHost(
+                        self._settings(), isolation=self.isolation, extra_buffers=self.extra_buffers
+                    )
+                    _HOSTS[key] = host
+        return host
 
-    def _load_llama(self) -> _Loaded:
-        llama_cpp = _import_llama_cpp()
-        if not Path(self.model_path).is_file():
-            raise LMSetupError(f"model file {self.model_path} does not exist")
-        started = time.perf_counter()
-        try:
-            llama = llama_cpp.Llama(
-                model_path=self.model_path,
-                n_ctx=self.n_ctx,
-                n_threads=self.n_threads,
-                n_threads_batch=self.n_threads,
-                seed=self.seed,
-                verbose=False,
-            )
-        except (ValueError, RuntimeError) as exc:
-            raise LMSetupError(
-                f"llama-cpp-python could not load {self.model_path} with n_ctx={self.n_ctx} "
-                f"({exc}); check that it is a GGUF file of a supported architecture and that "
-                "there is memory for the context (try a smaller n_ctx)"
-            ) from exc
-        seconds = time.perf_counter() - started
-        logger.info(
-            "loaded %s (n_ctx=%d, %d threads) in %.2f s",
-            self.model_path,
-            self.n_ctx,
-            self.n_threads,
-            seconds,
-        )
-        return _Loaded(llama, threading.Lock(), seconds)
+    def load(self) -> dict[str, Any]:
+        """Load the model now (it otherwise loads on the first call); returns :meth:`record`."""
+        host = self._host()
+        with host.lock:
+            host.start()
+        return host.record()
 
-    def load(self) -> Any:
-        """Load the model now (it otherwise loads on the first call) and return the Llama."""
-        return self._loaded().llama
+    def inline_llama(self) -> Any:
+        """The loaded ``llama_cpp.Llama`` of an inline engine (benchmarks compare against it).
+
+        Raises:
+            ValueError: the model runs in a worker process.
+        """
+        host = self._host()
+        if host.isolation != "inline":
+            raise ValueError("the model runs in a worker process; build the engine inline")
+        with host.lock:
+            host.start()
+        return host.llama
+
+    def record(self) -> dict[str, Any]:
+        """How the model runs (isolation, threads, extra buffers and any fallback, the CPU)."""
+        return self._host().record()
 
     @property
     def load_seconds(self) -> float | None:
-        """Seconds the model took to load in this process, or None if it is not loaded yet."""
-        loaded = self._injected or _LOADED.get((self.model_path, self.n_ctx))
-        return loaded.load_seconds if loaded is not None else None
+        """Seconds the model took to load (and probe), or None if it is not loaded yet."""
+        host = self._injected or _HOSTS.get((self.model_path, self.n_ctx))
+        return host.load_seconds if host is not None else None
 
     # -- tokens ----------------------------------------------------------------------------
 
@@ -199,7 +214,7 @@ class LlamaCppEngine:
         Takes no lock: tokenizing reads only the vocabulary, never the context a running
         generation is using, so counting does not wait behind other threads' calls.
         """
-        llama = self._loaded().llama
+        llama = self._host().tokenizer()
         return len(llama.tokenize(text.encode("utf-8"), add_bos=False, special=False))
 
     # -- the engine contract ---------------------------------------------------------------
@@ -217,29 +232,20 @@ class LlamaCppEngine:
             dspy.lm15.ContextLengthError: The prompt does not fit in the context window.
             dspy.lm15.TimeoutError: Generation ran past ``timeout``.
             dspy.lm15.UnsupportedFeatureError: The request needs tools or images.
-            LMSetupError: llama-cpp-python is missing or the model cannot be loaded.
+            LMCallError: The engine crashed during this call (the next call restarts it).
+            LMSetupError: llama-cpp-python is missing, the model cannot be loaded, or the
+                engine keeps crashing.
         """
         from dspy.clients.engines.base import validate_request
 
         validate_request(request)
         kwargs = _generation_kwargs(request, default_seed=self.seed)
         messages = _chat_messages(request)
-        loaded = self._loaded()
-        scores = (
-            _StepScores(request.config.logprobs) if request.config.logprobs is not None else None
-        )
-        with loaded.lock:
-            started = time.perf_counter()
-            deadline = None
-            # The recorder comes first, so it sees the model's own scores.
-            processors: list[Any] = [scores] if scores is not None else []
-            if self.timeout is not None:
-                deadline = _Deadline(started + self.timeout, loaded.llama.token_eos())
-                processors.append(deadline)
-            if processors:
-                kwargs["logits_processor"] = processors
+        host = self._host()
+        top = request.config.logprobs
+        with host.lock:
             try:
-                out = loaded.llama.create_chat_completion(messages=messages, **kwargs)
+                generation = host.generate(messages, kwargs, top, self.timeout)
             except ValueError as exc:
                 match = _OVERFLOW.search(str(exc))
                 if match is None:
@@ -251,15 +257,18 @@ class LlamaCppEngine:
                     "(fewer or shorter articles) or load the model with a larger n_ctx",
                     provider="llama-cpp",
                 ) from exc
-            seconds = time.perf_counter() - started
-        if deadline is not None and deadline.hit:
+        if generation.timed_out:
             raise LM15TimeoutError(
                 f"the embedded model was still generating after {self.timeout:g} s (timeout=); "
                 "raise timeout, lower max_tokens, or shorten the prompt",
                 provider="llama-cpp",
             )
-        logprobs = scores.token_logprobs(loaded.llama, _text(out)) if scores is not None else None
-        return _response(request, out, seconds, logprobs)
+        logprobs = (
+            _token_logprobs(generation, host.tokenizer(), _text(generation.out), top)
+            if generation.steps is not None
+            else None
+        )
+        return _response(request, generation.out, generation.seconds, logprobs)
 
     def stream(self, request: Request) -> Iterator[Any]:
         """Stream events of a completed response (llama.cpp output is not streamed through)."""
@@ -275,6 +284,8 @@ class LlamaCppEngine:
             "n_ctx": self.n_ctx,
             "seed": self.seed,
             "timeout": self.timeout,
+            "isolation": self.isolation,
+            "extra_buffers": self.extra_buffers,
         }
 
     @classmethod
@@ -285,100 +296,57 @@ class LlamaCppEngine:
             n_ctx=state.get("n_ctx", DEFAULT_N_CTX),
             seed=state.get("seed", 0),
             timeout=state.get("timeout"),
+            isolation=state.get("isolation"),
+            extra_buffers=state.get("extra_buffers"),
         )
 
 
-class _Deadline:
-    """A llama-cpp-python logits processor that ends a generation once its time is up.
+def _token_logprobs(
+    generation: Generation, llama: Any, text: str, top: int
+) -> tuple[TokenLogprob, ...]:
+    """The generated tokens that make up ``text``, each with its top alternatives.
 
-    Processors run inside a C callback where an exception cannot propagate, so instead every
-    token but end-of-generation is masked; ``hit`` tells the caller to report a timeout.
+    The recorder does not see the last sampled token; it is taken as that step's most likely
+    one (exact for greedy decoding, which is what the judge uses). Steps past the text (the
+    end of generation, or a stop string) are cut.
     """
+    steps = generation.steps or []
+    chosen = list(generation.chosen)
+    if len(chosen) < len(steps):
+        chosen.append(steps[-1][0])
+    pieces: dict[int, bytes] = {}
 
-    def __init__(self, at: float, eos: int):
-        self.at = at
-        self.eos = eos
-        self.hit = False
+    def piece(token: int) -> bytes:
+        if token not in pieces:
+            pieces[token] = bytes(llama.detokenize([token]))
+        return pieces[token]
 
-    def __call__(self, input_ids: Any, scores: Any) -> Any:
-        if self.hit or time.perf_counter() > self.at:
-            self.hit = True
-            scores.fill(-math.inf)
-            scores[self.eos] = 0.0
-        return scores
-
-
-class _StepScores:
-    """A logits processor that keeps the top log-probabilities of every generated token.
-
-    llama-cpp-python's own ``logprobs`` needs the model loaded with ``logits_all=True`` (a
-    151,936-wide row of scores kept for every prompt token, the head run on every prompt
-    token) and then sorts the whole vocabulary in Python for each generated token. Reading the
-    scores the sampler is handed costs one log-softmax and a partial sort per generated token.
-
-    Processors are not told which token was sampled; the next step's ``input_ids`` end with
-    it. The last step's token is taken as its most likely one (exact for greedy decoding,
-    which is what the judge uses), and :meth:`token_logprobs` cuts the steps to the text.
-    """
-
-    def __init__(self, top: int):
-        self.top = int(top)  # alternatives to report; 0 means the chosen tokens only
-        self.steps: list[list[tuple[int, float]]] = []
-        self.chosen: list[tuple[int, float]] = []
-        self._previous: np.ndarray | None = None
-
-    def __call__(self, input_ids: Any, scores: Any) -> Any:
-        if self._previous is not None and input_ids is not None and len(input_ids):
-            token = int(input_ids[-1])
-            self.chosen.append((token, float(self._previous[token])))
-        logits = np.asarray(scores, dtype=np.float64)
-        peak = logits.max()
-        logprobs = logits - (peak + np.log(np.exp(logits - peak).sum()))
-        k = min(max(1, self.top), logprobs.size)
-        best = np.argpartition(-logprobs, k - 1)[:k]
-        best = best[np.argsort(-logprobs[best], kind="stable")]
-        self.steps.append([(int(i), float(logprobs[i])) for i in best])
-        self._previous = logprobs
-        return scores
-
-    def token_logprobs(self, llama: Any, text: str) -> tuple[TokenLogprob, ...]:
-        """The generated tokens that make up ``text``, each with its top alternatives."""
-        chosen = list(self.chosen)
-        if len(chosen) < len(self.steps):
-            chosen.append(self.steps[-1][0])
-        pieces: dict[int, bytes] = {}
-
-        def piece(token: int) -> bytes:
-            if token not in pieces:
-                pieces[token] = bytes(llama.detokenize([token]))
-            return pieces[token]
-
-        out: list[TokenLogprob] = []
-        length = 0
-        for (token, logprob), top in zip(chosen, self.steps, strict=False):
-            if length >= len(text):
-                break  # end of generation, or a stop string cut the text here
-            raw = piece(token)
-            word = raw.decode("utf-8", errors="ignore")
-            length += len(word)
-            out.append(
-                TokenLogprob(
-                    token=word,
-                    logprob=logprob,
-                    bytes=tuple(raw),
-                    token_id=token,
-                    top=tuple(
-                        TopLogprob(
-                            token=piece(i).decode("utf-8", errors="ignore"),
-                            logprob=lp,
-                            bytes=tuple(piece(i)),
-                            token_id=i,
-                        )
-                        for i, lp in top[: self.top]
-                    ),
-                )
+    out: list[TokenLogprob] = []
+    length = 0
+    for (token, logprob), alternatives in zip(chosen, steps, strict=False):
+        if length >= len(text):
+            break
+        raw = piece(token)
+        word = raw.decode("utf-8", errors="ignore")
+        length += len(word)
+        out.append(
+            TokenLogprob(
+                token=word,
+                logprob=logprob,
+                bytes=tuple(raw),
+                token_id=token,
+                top=tuple(
+                    TopLogprob(
+                        token=piece(i).decode("utf-8", errors="ignore"),
+                        logprob=lp,
+                        bytes=tuple(piece(i)),
+                        token_id=i,
+                    )
+                    for i, lp in alternatives[: int(top)]
+                ),
             )
-        return tuple(out)
+        )
+    return tuple(out)
 
 
 def _part_text(part: Any, role: str) -> str:
@@ -489,10 +457,15 @@ def _response(
 
 def loaded_models() -> dict[tuple[str, int], float]:
     """Models loaded in this process: ``{(path, n_ctx): load seconds}``."""
-    return {key: loaded.load_seconds for key, loaded in _LOADED.items()}
+    return {key: host.load_seconds for key, host in _HOSTS.items() if host.load_seconds is not None}
 
 
 def _reset_loaded_models() -> None:
-    """Forget loaded models (tests and benchmarks)."""
-    with _LOAD_LOCK:
-        _LOADED.clear()
+    """Stop every worker and forget loaded models (tests, benchmarks, interpreter exit)."""
+    with _HOSTS_LOCK:
+        for host in _HOSTS.values():
+            host.close()
+        _HOSTS.clear()
+
+
+atexit.register(_reset_loaded_models)
