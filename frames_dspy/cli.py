@@ -8,6 +8,9 @@ them from here so a flag means one thing everywhere.
 from __future__ import annotations
 
 import argparse
+import faulthandler
+import logging
+import sys
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -22,6 +25,7 @@ __all__ = [
     "choice_list",
     "add_model_arguments",
     "add_data_arguments",
+    "start_command",
 ]
 
 
@@ -163,3 +167,15 @@ def add_data_arguments(parser: argparse.ArgumentParser, defaults: Any) -> None:
         default=defaults.retriever,
         help="BM25 backend (default %(default)s)",
     )
+
+
+def start_command(level: int = logging.WARNING) -> None:
+    """What every command line does first: log to stderr, and print a native crash's stack.
+
+    ``faulthandler`` prints where a segfault or abort happened (every thread's Python stack)
+    instead of a bare "Segmentation fault"; the embedded model runs in a worker process with
+    its own handler, so this covers crashes in this process itself.
+    """
+    if sys.__stderr__ is not None:  # the process's own stderr, even when sys.stderr is replaced
+        faulthandler.enable(file=sys.__stderr__, all_threads=True)
+    logging.basicConfig(level=level, format="%(levelname)s %(name)s: %(message)s")

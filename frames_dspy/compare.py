@@ -9,12 +9,11 @@ from __future__ import annotations
 
 import argparse
 import json
-import logging
 import sys
 from collections.abc import Sequence
 from typing import Any
 
-from frames_dspy.cli import positive_int
+from frames_dspy.cli import positive_int, start_command
 from frames_dspy.comparison import (
     SMALL_N,
     CompareConfig,
@@ -239,7 +238,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
-    logging.basicConfig(level=logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
+    start_command()
     config = CompareConfig(
         run_a=args.run_a,
         run_b=args.run_b,

@@ -10,7 +10,6 @@ per-article-count tables, and plots. The work is done by :mod:`frames_dspy.evalu
 from __future__ import annotations
 
 import argparse
-import logging
 import os
 import sys
 import threading
@@ -28,6 +27,7 @@ from frames_dspy.cli import (
     non_negative_int,
     positive_float,
     positive_int,
+    start_command,
 )
 from frames_dspy.corpus import CorpusError
 from frames_dspy.data import DatasetError
@@ -191,7 +191,7 @@ def build_parser() -> argparse.ArgumentParser:
 def main(argv: Sequence[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
-    logging.basicConfig(level=logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
+    start_command()
     conditions = list(args.conditions or ()) or (["program"] if args.program else list(CONDITIONS))
     if args.program and args.conditions:
         conditions = [*args.conditions, "program"]

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
+import functools
 import logging
 import os
 import sys
@@ -37,6 +38,7 @@ from frames_dspy.cli import (
     add_model_arguments,
     choice_list,
     positive_int,
+    start_command,
 )
 from frames_dspy.corpus import ArticleStore, CorpusError
 from frames_dspy.data import DatasetError, load_frames, split_frames
@@ -542,7 +544,7 @@ def build_parser() -> argparse.ArgumentParser:
 def main(argv: Sequence[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
-    logging.basicConfig(level=logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
+    start_command()
     optuna.logging.set_verbosity(optuna.logging.WARNING)
     values = {k: v for k, v in vars(args).items() if k != "quiet"}
     config = CompileConfig(**values)
@@ -551,11 +553,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     except ValueError as err:
         parser.error(str(err))
 
-    def show(line: str) -> None:
-        print(line, flush=True)
-
+    show = None if args.quiet else functools.partial(print, flush=True)
     try:
-        result = run_compile(config, progress=None if args.quiet else show)
+        result = run_compile(config, progress=show)
     except NoCompleteTrials as err:
         print(f"error: {err}", file=sys.stderr)
         return 1

@@ -14,13 +14,12 @@ not a boolean) is reported in one line naming the file and line, with exit statu
 from __future__ import annotations
 
 import json
-import logging
 import sys
 from collections.abc import Sequence
 from pathlib import Path
 
 from frames_dspy import paths
-from frames_dspy.cli import CommandParser, add_model_arguments, positive_int
+from frames_dspy.cli import CommandParser, add_model_arguments, positive_int, start_command
 from frames_dspy.judge.labels import LabelError, load_labels
 from frames_dspy.judge.validate import ItemResult, render, validate
 from frames_dspy.lm import LMSetupError
@@ -83,7 +82,7 @@ def _settings(args) -> ModelDataSettings:
 def main(argv: Sequence[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
-    logging.basicConfig(level=logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
+    start_command()
     labels = args.labels or paths.judge_labels_file()
     if labels is None:
         parser.exit(
