@@ -30,7 +30,7 @@ from dataclasses import asdict, dataclass
 from importlib.metadata import version
 from typing import Any
 
-from frames_dspy.lm import FramesLM, LlamaCppEngine, count_tokens, make_lm
+from frames_dspy.lm import FramesLM, LlamaCppEngine, count_tokens, llama_engine, make_lm
 
 logger = logging.getLogger("benchmarks.lm")
 
@@ -114,7 +114,7 @@ class _Paths:
 
     def __init__(self, lm):
         self.lm = lm
-        self.llama = lm.engine.load()
+        self.llama = lm.engine.inline_llama()
 
     def reset(self) -> None:
         """Forget the KV cache so the next prompt is processed from its first token."""
@@ -241,11 +241,55 @@ def _pure_overhead(model_path: str, calls: int = 500) -> dict[str, float]:
     return {"calls": calls, "dspy_us_per_call": round(1e6 * (through - raw), 1)}
 
 
+def instant_llama(settings) -> _InstantLlama:
+    """A worker factory (``benchmarks.lm:instant_llama``) for :func:`_worker_overhead`."""
+    return _InstantLlama()
+
+
+def _worker_overhead(model_path: str, calls: int = 300) -> dict[str, float]:
+    """Microseconds a worker process adds per call (pickling, the socket) on an instant model.
+
+    The same DSPy call goes to an instant model in this process and to one in a worker.
+    """
+    inline = FramesLM(
+        "local/instant",
+        engine=LlamaCppEngine(model_path, llama=_InstantLlama()),
+        cache=False,
+        temperature=0.0,
+    )
+    previous = llama_engine.DEFAULT_FACTORY
+    llama_engine.DEFAULT_FACTORY = "benchmarks.lm:instant_llama"
+    try:
+        engine = LlamaCppEngine(model_path, n_ctx=512, isolation="process", extra_buffers="off")
+        worker = FramesLM("local/instant-worker", engine=engine, cache=False, temperature=0.0)
+        worker("warm up")
+    finally:
+        llama_engine.DEFAULT_FACTORY = previous
+    inline("warm up")
+    times = {}
+    for name, lm in (("inline", inline), ("worker", worker)):
+        started = time.perf_counter()
+        for i in range(calls):
+            lm(f"q{i}")
+        times[name] = (time.perf_counter() - started) / calls
+    llama_engine._reset_loaded_models()
+    extra = times["worker"] - times["inline"]
+    return {"calls": calls, "worker_us_per_call": round(1e6 * extra, 1)}
+
+
 def run(config: BenchConfig) -> dict[str, Any]:
     """Run every measurement and return the report as plain data."""
     rss_start = _rss_mb()
     started = time.perf_counter()
-    lm = make_lm(config.spec, n_ctx=config.n_ctx, cache=False, max_tokens=config.gen_tokens)
+    # Inline: the raw path and the DSPy path share one loaded model (the worker process's own
+    # cost is measured apart, by _worker_overhead).
+    lm = make_lm(
+        config.spec,
+        n_ctx=config.n_ctx,
+        cache=False,
+        max_tokens=config.gen_tokens,
+        isolation="inline",
+    )
     make_lm_s = time.perf_counter() - started
     started = time.perf_counter()
     paths = _Paths(lm)
@@ -283,7 +327,9 @@ def run(config: BenchConfig) -> dict[str, Any]:
     logger.info("prefix reuse, raw and dspy interleaved")
     prefix = _prefix(paths, base, extended, config.repeats)
 
+    engine = lm.engine.record()
     overhead = _pure_overhead(lm.engine.model_path)
+    worker = _worker_overhead(lm.engine.model_path)
 
     return {
         "config": asdict(config),
@@ -310,6 +356,8 @@ def run(config: BenchConfig) -> dict[str, Any]:
         "speed": speed,
         "dspy_vs_raw": ratio,
         "dspy_overhead_instant_model": overhead,
+        "worker_process_overhead": worker,
+        "engine": engine,
         "prefix_reuse": prefix,
     }
 
@@ -340,7 +388,16 @@ def render(report: dict[str, Any]) -> str:
         f"DSPy / raw time: prompt call x{ratio['prompt_call_dspy_over_raw']:.3f}, "
         f"full call x{ratio['full_call_dspy_over_raw']:.3f} "
         f"({ratio['dspy_overhead_ms_per_call']:+.1f} ms per call; on an instant stand-in model "
-        f"DSPy adds {report['dspy_overhead_instant_model']['dspy_us_per_call']:.0f} us per call)",
+        f"DSPy adds {report['dspy_overhead_instant_model']['dspy_us_per_call']:.0f} us per call; "
+        f"the worker process adds {report['worker_process_overhead']['worker_us_per_call']:.0f} "
+        "us per call)",
+        f"engine: extra buffers {'on' if report['engine']['extra_buffers'] else 'off'}"
+        + (
+            f" ({report['engine']['extra_buffers_fallback']})"
+            if report["engine"]["extra_buffers_fallback"]
+            else ""
+        )
+        + f"; CPU {report['engine']['cpu']}",
         "",
         f"{'path':<6} {'extended prompt':>16} {'reused prefix s':>16} {'cold s':>8} {'speedup':>8}",
     ]
