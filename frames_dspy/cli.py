@@ -8,6 +8,8 @@ them from here so a flag means one thing everywhere.
 from __future__ import annotations
 
 import argparse
+import sys
+import traceback
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -22,6 +24,8 @@ __all__ = [
     "choice_list",
     "add_model_arguments",
     "add_data_arguments",
+    "add_verbose_argument",
+    "report_error",
 ]
 
 
@@ -133,7 +137,7 @@ def add_model_arguments(parser: argparse.ArgumentParser, defaults: Any) -> None:
 
 def add_data_arguments(parser: argparse.ArgumentParser, defaults: Any) -> None:
     """``--dataset``, ``--revision``, ``--corpus``, ``--aliases``, ``--distractors``,
-    ``--retriever``."""
+    ``--wiki-api``, ``--retriever``."""
     data = parser.add_argument_group("data")
     data.add_argument(
         "--dataset",
@@ -158,8 +162,33 @@ def add_data_arguments(parser: argparse.ArgumentParser, defaults: Any) -> None:
         "Articles summaries under $FRAMES_DATA_DIR, with the default corpus only)",
     )
     data.add_argument(
+        "--wiki-api",
+        default=None,
+        metavar="URL",
+        help="MediaWiki API to fetch the corpus from when none is given (default: "
+        "Wikipedia's; the fetch goes to the user cache once, FRAMES_DSPY_CACHE moves it)",
+    )
+    data.add_argument(
         "--retriever",
         choices=["bm25s", "rank-bm25"],
         default=defaults.retriever,
         help="BM25 backend (default %(default)s)",
     )
+
+
+def add_verbose_argument(parser: argparse.ArgumentParser) -> None:
+    """``--verbose``: the library's log on stderr, and a failure's whole traceback."""
+    parser.add_argument(
+        "--verbose",
+        action="store_true",
+        help="log what is done (downloads included) and show a failure's full traceback",
+    )
+
+
+def report_error(error: BaseException, *, verbose: bool = False) -> int:
+    """Print an expected failure as one line (after its traceback with ``--verbose``) and
+    return the exit status for bad input, 2."""
+    if verbose:
+        traceback.print_exception(error, file=sys.stderr)
+    print(f"error: {error}", file=sys.stderr)
+    return 2
