@@ -190,12 +190,6 @@ def load_frames(
     return _read_local(_download_hub_file(text, revision), origin=f"hub dataset {text}")
 
 
-def _hub_endpoint() -> str:
-    from huggingface_hub import constants
-
-    return constants.ENDPOINT
-
-
 def _download_hub_file(repo: str, revision: str | None) -> Path:
     """The hub dataset's ``test.tsv`` in the Hugging Face cache, downloaded if need be.
 
@@ -217,7 +211,7 @@ def _download_hub_file(repo: str, revision: str | None) -> Path:
         f"point --dataset at a local copy of {_HUB_FILE} (or a CSV of it), or set "
         "FRAMES_DATA_DIR to a folder holding frames/frames_test_set.csv"
     )
-    endpoint = _hub_endpoint()
+    endpoint = constants.ENDPOINT
     why = "HF_HUB_OFFLINE is set" if constants.is_offline_mode() else unreachable(endpoint)
     logger.info("loading %s (revision %s) from the Hugging Face hub", repo, revision or "main")
     try:

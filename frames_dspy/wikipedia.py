@@ -87,7 +87,7 @@ class _Failed(Exception):
 
 def _cannot_connect(error: BaseException) -> bool:
     reason = getattr(error, "reason", error)
-    return isinstance(reason, ConnectionRefusedError | OSError) and not isinstance(
+    return isinstance(reason, OSError) and not isinstance(
         reason, TimeoutError | ConnectionResetError
     )
 
@@ -236,13 +236,14 @@ def fetch_articles(
     """
     cache = Path(cache_dir)
     cache.mkdir(parents=True, exist_ok=True)
-    links: list[str] = []
+    found: dict[str, None] = {}
     for url in urls:
         link = normalize_link(url)
         if link is None:
             logger.warning("skipping %r: not a Wikipedia article link", url)
-        elif link not in links:
-            links.append(link)
+        else:
+            found[link] = None
+    links = list(found)
     done = {
         link: cache / _cache_name(link) for link in links if (cache / _cache_name(link)).is_file()
     }
@@ -267,24 +268,33 @@ def fetch_articles(
         done[link] = cache / _cache_name(link)
         bar.update(1)
 
+    def ask(what: str, client: _Client, call, *args):
+        # A request that failed for good becomes the one line users see.
+        try:
+            return call(client, *args)
+        except _Failed as failed:
+            tries = f" after {failed.attempts} attempts" if failed.attempts > 1 else ""
+            kept = f"{len(done)} of {len(links)} links are cached in {cache} and will not be "
+            raise DownloadError(
+                what,
+                client.endpoint,
+                reason_of(failed.error) + tries,
+                fix=_FIX,
+                kept=kept + "fetched again" if done else "",
+            ) from failed.error
+
+    step = max(1, min(batch, TITLES_PER_REQUEST))
+
     try:
         for endpoint, group in todo.items():
             client = _Client(
                 endpoint, delay=delay, max_retries=max_retries, backoff=backoff, timeout=timeout
             )
-            for start in range(0, len(group), max(1, min(batch, TITLES_PER_REQUEST))):
-                chunk = group[start : start + max(1, min(batch, TITLES_PER_REQUEST))]
+            for start in range(0, len(group), step):
+                chunk = group[start : start + step]
                 titles = {link: link.split("/wiki/", 1)[1].replace("_", " ") for link in chunk}
                 what = f"the titles of {len(chunk)} Wikipedia articles ({titles[chunk[0]]!r}, ...)"
-                pages = _fetching(
-                    what,
-                    client,
-                    len(done),
-                    len(links),
-                    cache,
-                    _resolve,
-                    list(dict.fromkeys(titles.values())),
-                )
+                pages = ask(what, client, _resolve, list(dict.fromkeys(titles.values())))
                 by_page: dict[int, list[str]] = {}
                 for link in chunk:
                     page = pages[titles[link]]
@@ -294,7 +304,7 @@ def fetch_articles(
                         by_page.setdefault(page["pageid"], []).append(link)
                 for pageid, same in by_page.items():
                     what = f"the Wikipedia article {titles[same[0]]!r}"
-                    page = _fetching(what, client, len(done), len(links), cache, _extract, pageid)
+                    page = ask(what, client, _extract, pageid)
                     for link in same:
                         keep(
                             link, _record(link, titles[link], page, (page or {}).get("extract", ""))
@@ -309,23 +319,6 @@ def _extract(client: _Client, pageid: int) -> dict | None:
     pages = payload.get("query", {}).get("pages", [])
     page = pages[0] if pages else None
     return page if page and "pageid" in page and not page.get("missing") else None
-
-
-def _fetching(what: str, client: _Client, done: int, total: int, cache: Path, call, *args):
-    """``call(client, *args)``, with a failure turned into the :class:`DownloadError` users see."""
-    try:
-        return call(client, *args)
-    except _Failed as failed:
-        tries = f" after {failed.attempts} attempts" if failed.attempts > 1 else ""
-        raise DownloadError(
-            what,
-            client.endpoint,
-            reason_of(failed.error) + tries,
-            fix=_FIX,
-            kept=f"{done} of {total} links are cached in {cache} and will not be fetched again"
-            if done
-            else "",
-        ) from failed.error
 
 
 def write_corpus(
