@@ -46,6 +46,7 @@ logger = logging.getLogger(__name__)
 __all__ = [
     "DEFAULT_DELAY",
     "TITLES_PER_REQUEST",
+    "Fetched",
     "fetch_articles",
     "write_corpus",
     "build_corpus",
@@ -77,6 +78,13 @@ def _cache_name(link: str) -> str:
     return hashlib.sha1(link.encode("utf-8")).hexdigest()[:16] + ".json"
 
 
+class Fetched(dict):
+    """Normalised link -> cached file, and how many requests the fetch made (and retried)."""
+
+    requests: int = 0
+    retries: int = 0
+
+
 class _Failed(Exception):
     """A request that failed for good; ``error`` is the last cause, ``attempts`` how many."""
 
@@ -104,7 +112,7 @@ class _Client:
     ):
         self.endpoint, self.delay, self.timeout = endpoint, delay, timeout
         self.max_retries, self.backoff = max_retries, backoff
-        self.requests = 0
+        self.requests = self.retries = 0
         self._last = float("-inf")
         self._answered = False
 
@@ -160,6 +168,7 @@ class _Client:
                 else self.backoff * 2**attempt
             )
             logger.warning("retrying %s in %.1fs after: %s", self.endpoint, pause, error)
+            self.retries += 1
             time.sleep(pause)
         raise AssertionError("unreachable")  # pragma: no cover
 
@@ -209,7 +218,7 @@ def fetch_articles(
     timeout: float = 30.0,
     batch: int = TITLES_PER_REQUEST,
     progress: bool = False,
-) -> dict[str, Path]:
+) -> Fetched:
     """Download plain article text through the MediaWiki API, one cached JSON file per link.
 
     Links already in ``cache_dir`` are not fetched again, so an interrupted download resumes.
@@ -228,7 +237,8 @@ def fetch_articles(
         progress: Show a progress bar with an ETA on stderr.
 
     Returns:
-        Normalised link -> cached file path, for every link that is now cached.
+        Normalised link -> cached file path, for every link that is now cached, with the
+        number of requests made and retried.
 
     Raises:
         DownloadError: a request still fails after ``max_retries`` retries, or cannot connect
@@ -244,9 +254,9 @@ def fetch_articles(
         else:
             found[link] = None
     links = list(found)
-    done = {
-        link: cache / _cache_name(link) for link in links if (cache / _cache_name(link)).is_file()
-    }
+    done = Fetched(
+        (link, cache / _cache_name(link)) for link in links if (cache / _cache_name(link)).is_file()
+    )
     todo: dict[str, list[str]] = {}
     for link in links:
         if link not in done:
@@ -284,12 +294,14 @@ def fetch_articles(
             ) from failed.error
 
     step = max(1, min(batch, TITLES_PER_REQUEST))
+    clients: list[_Client] = []
 
     try:
         for endpoint, group in todo.items():
             client = _Client(
                 endpoint, delay=delay, max_retries=max_retries, backoff=backoff, timeout=timeout
             )
+            clients.append(client)
             for start in range(0, len(group), step):
                 chunk = group[start : start + step]
                 titles = {link: link.split("/wiki/", 1)[1].replace("_", " ") for link in chunk}
@@ -311,6 +323,8 @@ def fetch_articles(
                         )
     finally:
         bar.close()
+    done.requests = sum(client.requests for client in clients)
+    done.retries = sum(client.retries for client in clients)
     return done
 
 
@@ -401,6 +415,8 @@ def build_corpus(
         "api": api_url or "https://<host>/w/api.php",
         "fetched_at": datetime.now(UTC).isoformat(timespec="seconds"),
         "seconds": round(time.monotonic() - started, 1),
+        "requests": done.requests,
+        "retries": done.retries,
     }
     atomic_write_json(folder / "manifest.json", manifest)
     return manifest

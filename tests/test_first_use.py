@@ -25,6 +25,7 @@ from frames_dspy import evaluate
 from frames_dspy.corpus import load_corpus
 from frames_dspy.data import load_frames
 from frames_dspy.download import DownloadError
+from frames_dspy.session import ModelDataSettings, open_session
 from frames_dspy.wikipedia import default_corpus_folder
 
 REPO = Path(__file__).resolve().parents[1]
@@ -107,6 +108,7 @@ def test_the_first_run_fetches_the_corpus_once_and_records_it(fresh, wiki, fake_
     assert config["corpus_articles"] == 6
     assert config["corpus_fetch"]["unresolved_links"] == 1
     assert config["corpus_fetch"]["links"] == 7
+    assert config["corpus_fetch"]["requests"] == 7  # one lookup, six articles
     records = (fresh / "run1" / "predictions.jsonl").read_text().splitlines()
     oracle = [json.loads(r) for r in records if json.loads(r)["condition"] == "oracle"]
     # Question 0's two gold articles are both found in the fetched corpus.
@@ -117,6 +119,29 @@ def test_the_first_run_fetches_the_corpus_once_and_records_it(fresh, wiki, fake_
     assert code == 0, err
     assert len(wiki.requests) == asked
     assert "fetching" not in err
+
+
+def test_open_session_fetches_for_optimize_compile_too(fresh, wiki):
+    # optimize.compile opens its session with the whole dataset and its progress callback.
+    said: list[str] = []
+    examples = load_frames(DATASET)
+    settings = ModelDataSettings(dataset=str(DATASET), wiki_api=wiki.url)
+    lm = DummyLM([{"answer": "x"}])
+    session = open_session(
+        settings,
+        store_needed=True,
+        retriever_needed=False,
+        lm=lm,
+        judge_lm=lm,
+        examples=examples,
+        say=said.append,
+    )
+    assert len(session.store) == 6
+    assert session.settings.corpus.endswith("pages.jsonl.gz") and settings.corpus is None
+    assert session.provenance(examples)["corpus_fetch"]["unresolved_links"] == 1
+    assert len(said) == 2
+    with pytest.raises(ValueError, match="need a corpus: pass --corpus"):
+        open_session(settings, store_needed=True, retriever_needed=False, lm=lm, judge_lm=lm)
 
 
 def test_a_naive_run_needs_no_corpus_and_fetches_nothing(fresh, wiki, fake_lms, capsys):

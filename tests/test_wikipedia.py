@@ -94,7 +94,8 @@ def test_fetch_caches_one_file_per_link(wiki, tmp_path):
     # One lookup for both titles, then one extract per article, by page id.
     assert [r["titles"] for r in wiki.of_kind("info")] == ["Daikin Park|Rogers Centre"]
     assert [r["pageids"] for r in wiki.of_kind("extracts|info")] == ["11", "12"]
-    assert len(wiki.requests) == 3
+    assert len(wiki.requests) == done.requests == 3
+    assert done.retries == 0
 
 
 def test_requests_are_polite(wiki, tmp_path):
@@ -194,7 +195,8 @@ def test_429_then_500_are_retried_honouring_retry_after(wiki, tmp_path, pauses):
     done = _fetch(wiki, [WIKI + "Daikin_Park"], tmp_path, backoff=3.0)
     assert _cached(done["en.wikipedia.org/wiki/Daikin_Park"])["page_id"] == "11"
     assert pauses == [7.0, 0.0]
-    assert len(wiki.requests) == 4  # two failed lookups, the lookup, the extract
+    assert len(wiki.requests) == done.requests == 4  # two failed lookups, the lookup, the extract
+    assert done.retries == 2
 
 
 def test_500_retry_really_happens_without_mocked_sleep(wiki, tmp_path):
@@ -320,6 +322,7 @@ def test_build_corpus_writes_a_manifest_of_what_was_not_found(wiki, tmp_path):
     assert manifest["links"] == 2 and manifest["articles"] == 1
     assert manifest["unresolved_links"] == 2
     assert manifest["unresolved"] == ["en.wikipedia.org/wiki/Nowhere", "https://example.org/x"]
+    assert manifest["requests"] == len(wiki.requests) == 2 and manifest["retries"] == 0
     assert corpus_manifest(tmp_path / "pages.jsonl.gz") == manifest
     assert corpus_manifest(REPO / "tests" / "fixtures" / "eval_corpus.jsonl") is None
 
