@@ -214,6 +214,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     except (DatasetError, CorpusError, DownloadError, ValueError, LMSetupError, RunAborted) as err:
         return report_error(err, verbose=args.verbose)
     except KeyboardInterrupt:
+        if not (Path(config.out) / "config.json").exists():
+            # Stopped while loading (the corpus fetch, say): no run folder yet.
+            print("\ninterrupted before any question ran", file=sys.stderr)
+            return 130
         print(
             f"\ninterrupted: every finished question is saved in {config.out}; rerun with "
             f"--out {config.out} to resume",

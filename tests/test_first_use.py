@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import os
+import signal
 import socket
 import subprocess
 import sys
@@ -19,7 +20,7 @@ from pathlib import Path
 import pytest
 from dspy.utils.dummies import DummyLM
 from huggingface_hub import constants
-from mediawiki_server import serve_corpus
+from mediawiki_server import MediaWiki, serve_corpus
 
 from frames_dspy import evaluate
 from frames_dspy.corpus import load_corpus
@@ -243,3 +244,47 @@ def test_the_main_command_offline_exits_2_within_seconds(tmp_path, module):
     assert "Connect to the internet and rerun" in done.stderr
     if "evaluate" in module:  # (optimize.compile makes its output folder first)
         assert not (tmp_path / "runs").exists()
+
+
+def test_ctrl_c_during_the_first_fetch_keeps_what_came_and_a_rerun_resumes(tmp_path, monkeypatch):
+    dataset = tmp_path / "frames.csv"
+    rows = [
+        f'{n},"Question {n}?",A{n},https://en.wikipedia.org/wiki/Page_{n},Post processing'
+        for n in range(40)
+    ]
+    dataset.write_text("id,Prompt,Answer,wikipedia_link_1,reasoning_types\n" + "\n".join(rows))
+    env = {k: v for k, v in os.environ.items() if k != "FRAMES_DATA_DIR" and "proxy" not in k}
+    monkeypatch.setenv("FRAMES_DSPY_CACHE", str(tmp_path / "cache"))
+    env.update(FRAMES_DSPY_CACHE=str(tmp_path / "cache"), PYTHONPATH=str(REPO))
+    with MediaWiki(lifetime=60) as wiki:
+        for n in range(40):
+            wiki.add(f"Page {n}", f"text {n}")
+        folder = default_corpus_folder(wiki.url) / "cache"
+        command = [
+            sys.executable,
+            "-m",
+            "frames_dspy.evaluate",
+            "--dataset",
+            str(dataset),
+            "--wiki-api",
+            wiki.url,
+            "--out",
+            str(tmp_path / "run"),
+        ]
+        seen = []
+        for _ in range(2):
+            process = subprocess.Popen(command, env=env, stderr=subprocess.PIPE, text=True)
+            deadline = time.monotonic() + 30
+            while len(list(folder.glob("*.json"))) < 3 + len(seen) * 3:
+                assert time.monotonic() < deadline
+                time.sleep(0.02)
+            process.send_signal(signal.SIGINT)
+            _, err = process.communicate(timeout=30)
+            assert process.returncode == 130, err
+            assert f"fetch interrupted: the articles fetched so far are kept in {folder}" in err
+            assert err.rstrip().endswith("interrupted before any question ran")
+            assert "Traceback" not in err
+            seen.append(err.split(" already there")[0].rsplit("(", 1)[1])
+        kept_first = int(seen[1])
+        assert seen[0] == "0" and kept_first >= 3
+        assert not (tmp_path / "run").exists()
