@@ -11,6 +11,7 @@ import argparse
 import faulthandler
 import logging
 import sys
+import traceback
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -26,6 +27,8 @@ __all__ = [
     "add_model_arguments",
     "add_data_arguments",
     "start_command",
+    "add_verbose_argument",
+    "report_error",
 ]
 
 
@@ -137,7 +140,7 @@ def add_model_arguments(parser: argparse.ArgumentParser, defaults: Any) -> None:
 
 def add_data_arguments(parser: argparse.ArgumentParser, defaults: Any) -> None:
     """``--dataset``, ``--revision``, ``--corpus``, ``--aliases``, ``--distractors``,
-    ``--retriever``."""
+    ``--wiki-api``, ``--retriever``."""
     data = parser.add_argument_group("data")
     data.add_argument(
         "--dataset",
@@ -162,6 +165,13 @@ def add_data_arguments(parser: argparse.ArgumentParser, defaults: Any) -> None:
         "Articles summaries under $FRAMES_DATA_DIR, with the default corpus only)",
     )
     data.add_argument(
+        "--wiki-api",
+        default=None,
+        metavar="URL",
+        help="MediaWiki API to fetch the corpus from when none is given (default: "
+        "Wikipedia's; the fetch goes to the user cache once, FRAMES_DSPY_CACHE moves it)",
+    )
+    data.add_argument(
         "--retriever",
         choices=["bm25s", "rank-bm25"],
         default=defaults.retriever,
@@ -169,8 +179,9 @@ def add_data_arguments(parser: argparse.ArgumentParser, defaults: Any) -> None:
     )
 
 
-def start_command(level: int = logging.WARNING) -> None:
-    """What every command line does first: log to stderr, and print a native crash's stack.
+def start_command(*, verbose: bool = False) -> None:
+    """What every command line does first: log to stderr (INFO with ``--verbose``, else
+    WARNING), and print a native crash's stack.
 
     ``faulthandler`` prints where a segfault or abort happened (every thread's Python stack)
     instead of a bare "Segmentation fault"; the embedded model runs in a worker process with
@@ -178,4 +189,23 @@ def start_command(level: int = logging.WARNING) -> None:
     """
     if sys.__stderr__ is not None:  # the process's own stderr, even when sys.stderr is replaced
         faulthandler.enable(file=sys.__stderr__, all_threads=True)
+    level = logging.INFO if verbose else logging.WARNING
     logging.basicConfig(level=level, format="%(levelname)s %(name)s: %(message)s")
+
+
+def add_verbose_argument(parser: argparse.ArgumentParser) -> None:
+    """``--verbose``: the library's log on stderr, and a failure's whole traceback."""
+    parser.add_argument(
+        "--verbose",
+        action="store_true",
+        help="log what is done (downloads included) and show a failure's full traceback",
+    )
+
+
+def report_error(error: BaseException, *, verbose: bool = False) -> int:
+    """Print an expected failure as one line (after its traceback with ``--verbose``) and
+    return the exit status for bad input, 2."""
+    if verbose:
+        traceback.print_exception(error, file=sys.stderr)
+    print(f"error: {error}", file=sys.stderr)
+    return 2

@@ -1,9 +1,10 @@
 """FRAMES loading, reasoning types and seeded splits.
 
-``load_frames`` reads the benchmark from the Hugging Face hub (``google/frames-benchmark``) or
-from a local ``.tsv``/``.csv`` copy and returns ``dspy.Example`` objects. ``split_frames`` makes
-reproducible train/dev/test splits stratified by reasoning type. ``python -m frames_dspy.data``
-prints a summary of a dataset and, with a corpus, how much of it the corpus covers.
+``load_frames`` reads the benchmark from the Hugging Face hub (``google/frames-benchmark``'s
+``test.tsv``) or from a local ``.tsv``/``.csv`` copy and returns ``dspy.Example`` objects.
+``split_frames`` makes reproducible train/dev/test splits stratified by reasoning type.
+``python -m frames_dspy.data`` prints a summary of a dataset and, with a corpus, how much of it
+the corpus covers.
 """
 
 from __future__ import annotations
@@ -25,6 +26,7 @@ from typing import NamedTuple
 import dspy
 
 from frames_dspy.corpus import CorpusError, default_aliases, load_corpus
+from frames_dspy.download import DownloadError, reason_of, unreachable
 from frames_dspy.links import extract_links, link_title
 from frames_dspy.paths import HUB_DATASET, data_file, default_dataset
 
@@ -50,6 +52,8 @@ REASONING_TYPES = (
 )
 _REQUIRED = ("Prompt", "Answer", "reasoning_types")
 _ID_COLUMNS = ("id", "", "Unnamed: 0")
+#: The file of a hub dataset that holds the questions (google/frames-benchmark's only split).
+_HUB_FILE = "test.tsv"
 _FILE_SUFFIXES = (".tsv", ".csv", ".json", ".jsonl", ".gz", ".parquet", ".txt", ".xlsx")
 
 
@@ -125,7 +129,7 @@ def _rows_to_examples(rows: Iterable[Mapping[str, object]], columns: Sequence[st
     return examples
 
 
-def _read_local(path: Path) -> list[dspy.Example]:
+def _read_local(path: Path, *, origin: str | None = None) -> list[dspy.Example]:
     if not path.is_file():
         raise DatasetError(
             f"dataset file {str(path)!r} does not exist; pass a hub id ({HUB_DATASET!r}), a "
@@ -158,7 +162,7 @@ def _read_local(path: Path) -> list[dspy.Example]:
         if cells:
             rows.append(dict(zip(columns, cells, strict=True)))
         start = reader.line_num + 1
-    return _rows_to_examples(rows, columns, str(path))
+    return _rows_to_examples(rows, columns, origin or str(path))
 
 
 def load_frames(
@@ -167,8 +171,8 @@ def load_frames(
     """Load the FRAMES questions.
 
     Args:
-        source: A Hugging Face dataset id (loaded with ``datasets``; needs internet the first
-            time) or a local ``.tsv``/``.csv`` file in the hub's ``test.tsv`` layout.
+        source: A Hugging Face dataset id (its ``test.tsv``, downloaded into the Hugging Face
+            cache the first time) or a local ``.tsv``/``.csv`` file in that layout.
         revision: A hub commit, tag or branch to pin; ignored for local files.
 
     Returns:
@@ -177,18 +181,61 @@ def load_frames(
 
     Raises:
         DatasetError: the file is missing, empty, not UTF-8, lacks columns or repeats an id.
+        DownloadError: the hub cannot be reached and holds no cached copy.
     """
     text = str(source)
     # Anything with a file suffix is a local path (so a typo fails here, not on the network).
     if Path(text).suffix.lower() in _FILE_SUFFIXES or Path(text).expanduser().exists():
         return _read_local(Path(text).expanduser())
+    return _read_local(_download_hub_file(text, revision), origin=f"hub dataset {text}")
+
+
+def _download_hub_file(repo: str, revision: str | None) -> Path:
+    """The hub dataset's ``test.tsv`` in the Hugging Face cache, downloaded if need be.
+
+    The hub is checked for a newer file when it can be reached; when it cannot (checked first,
+    in seconds, so the hub client's own retry loop never runs offline) a cached copy is used,
+    and without one the error says so in one line.
+    """
+    from huggingface_hub import constants, hf_hub_download
+    from huggingface_hub.errors import (
+        EntryNotFoundError,
+        HfHubHTTPError,
+        LocalEntryNotFoundError,
+        RepositoryNotFoundError,
+        RevisionNotFoundError,
+    )
+
+    what = f"the FRAMES questions (hub dataset {repo}, file {_HUB_FILE})"
+    fix = (
+        f"point --dataset at a local copy of {_HUB_FILE} (or a CSV of it), or set "
+        "FRAMES_DATA_DIR to a folder holding frames/frames_test_set.csv"
+    )
+    endpoint = constants.ENDPOINT
+    why = "HF_HUB_OFFLINE is set" if constants.is_offline_mode() else unreachable(endpoint)
+    logger.info("loading %s (revision %s) from the Hugging Face hub", repo, revision or "main")
     try:
-        import datasets
-    except ImportError as err:  # pragma: no cover - datasets is a hard dependency
-        raise ImportError("loading from the hub needs `pip install datasets`") from err
-    logger.info("loading %s (revision %s) from the Hugging Face hub", text, revision or "default")
-    table = datasets.load_dataset(text, revision=revision, split="test")
-    return _rows_to_examples(table, list(table.column_names), f"hub dataset {text}")
+        path = hf_hub_download(
+            repo,
+            _HUB_FILE,
+            repo_type="dataset",
+            revision=revision,
+            endpoint=endpoint,
+            local_files_only=why is not None,
+        )
+    except LocalEntryNotFoundError as err:
+        # Not in the cache, and the hub could not be asked (offline, or it failed just now).
+        raise DownloadError(what, endpoint, why or reason_of(err), fix=fix) from err
+    except (RepositoryNotFoundError, RevisionNotFoundError, EntryNotFoundError) as err:
+        raise DatasetError(
+            f"hub dataset {repo!r} (revision {revision or 'main'}) has no {_HUB_FILE}: "
+            f"{' '.join(str(err).split())[:200]}; pass a local .tsv/.csv with --dataset"
+        ) from err
+    except (HfHubHTTPError, OSError) as err:
+        raise DownloadError(what, endpoint, why or reason_of(err), fix=fix) from err
+    if why is not None:
+        logger.warning("the hub cannot be reached (%s); using the cached copy %s", why, path)
+    return Path(path)
 
 
 def dataset_fingerprint(examples: Sequence[dspy.Example]) -> str:
@@ -343,7 +390,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             if corpus is None:
                 parser.error("--corpus default needs FRAMES_DATA_DIR to be set")
             store = load_corpus(corpus, aliases=args.aliases or default_aliases(corpus))
-    except (DatasetError, CorpusError) as err:
+    except (DatasetError, CorpusError, DownloadError) as err:
         print(f"error: {err}", file=sys.stderr)
         return 2
     summary = summarize(examples, store)

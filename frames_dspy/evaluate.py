@@ -22,15 +22,18 @@ from frames_dspy.cli import (
     CommandParser,
     add_data_arguments,
     add_model_arguments,
+    add_verbose_argument,
     choice_list,
     fraction,
     non_negative_int,
     positive_float,
     positive_int,
+    report_error,
     start_command,
 )
 from frames_dspy.corpus import CorpusError
 from frames_dspy.data import DatasetError
+from frames_dspy.download import DownloadError
 from frames_dspy.evaluation import EvalConfig, run_evaluation
 from frames_dspy.lm import LMSetupError
 from frames_dspy.programs import CONDITIONS
@@ -85,9 +88,14 @@ def build_parser() -> argparse.ArgumentParser:
             "  python -m frames_dspy.evaluate --model openai/qwen --api-base "
             "http://localhost:8000/v1 --cache off\n"
             "  python -m frames_dspy.evaluate --program runs/opt/program.json --split test\n\n"
+            "Without FRAMES_DATA_DIR the questions come from the Hugging Face hub (unless\n"
+            "--dataset names a file) and, unless --corpus is given, the articles of all the\n"
+            "dataset's links are fetched from Wikipedia once, into the user cache\n"
+            "(~/.cache/frames-dspy/corpus; FRAMES_DSPY_CACHE moves it).\n\n"
             "exit status: 0 done (or stopped cleanly by --max-lm-calls/--max-cost), 1 a\n"
-            "condition failed on more than --max-failure-rate of its questions, 2 bad input or\n"
-            "an LM that cannot run, 130 interrupted (finished questions are saved)."
+            "condition failed on more than --max-failure-rate of its questions, 2 bad input,\n"
+            "a failed download or an LM that cannot run, 130 interrupted (finished questions\n"
+            "are saved)."
         ),
     )
     what = parser.add_argument_group("what to run")
@@ -185,26 +193,30 @@ def build_parser() -> argparse.ArgumentParser:
     )
     run.add_argument("--seed", type=int, default=defaults.seed, help="split seed")
     run.add_argument("--quiet", action="store_true", help="no progress bars")
+    add_verbose_argument(run)
     return parser
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
-    start_command()
+    start_command(verbose=args.verbose)
     conditions = list(args.conditions or ()) or (["program"] if args.program else list(CONDITIONS))
     if args.program and args.conditions:
         conditions = [*args.conditions, "program"]
-    values = {k: v for k, v in vars(args).items() if k not in ("conditions", "quiet")}
+    values = {k: v for k, v in vars(args).items() if k not in ("conditions", "quiet", "verbose")}
     config = EvalConfig(conditions=conditions, **values)
     # Named here, so the interrupt message and the last line can say where the run is.
     config.out = config.out or str(Path("runs") / datetime.now().strftime("%Y%m%d-%H%M%S"))
     try:
         summary = run_evaluation(config, progress=not args.quiet, say=_stderr)
-    except (DatasetError, CorpusError, ValueError, LMSetupError, RunAborted) as err:
-        print(f"error: {err}", file=sys.stderr)
-        return 2
+    except (DatasetError, CorpusError, DownloadError, ValueError, LMSetupError, RunAborted) as err:
+        return report_error(err, verbose=args.verbose)
     except KeyboardInterrupt:
+        if not (Path(config.out) / "config.json").exists():
+            # Stopped while loading (the corpus fetch, say): no run folder yet.
+            print("\ninterrupted before any question ran", file=sys.stderr)
+            return 130
         print(
             f"\ninterrupted: every finished question is saved in {config.out}; rerun with "
             f"--out {config.out} to resume",

@@ -272,7 +272,7 @@ def run_evaluation(
     selected = _select(examples, config)
     kinds = {spec.kind for spec in specs.values()}
     if store is None and (kinds != {"naive"} or settings.corpus):
-        store = load_store(settings)
+        store = load_store(settings, examples=examples, say=say, progress=progress)
     # Checked before any model is made: a wrong corpus should not cost a model load.
     if "oracle" in specs and store and not any(store.resolve_many(e.gold_urls) for e in selected):
         raise ValueError(

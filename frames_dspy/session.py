@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import dataclasses
 import logging
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, fields
 from typing import Any
 
@@ -23,6 +23,7 @@ from frames_dspy.lm import ModelSpec, context_window, make_lm, parse_spec
 from frames_dspy.lm.cache import use_cache
 from frames_dspy.paths import data_file, default_dataset
 from frames_dspy.run_folder import environment_record
+from frames_dspy.wikipedia import corpus_manifest, default_corpus
 
 logger = logging.getLogger(__name__)
 
@@ -75,6 +76,8 @@ class ModelDataSettings:
         context_tokens: Article budget of the answer prompt; None derives it from the model.
         dataset, revision: FRAMES questions (a hub id with a pinned revision, or a local file).
         corpus, aliases, distractors: The article store (see :func:`load_store`).
+        wiki_api: The MediaWiki API the default corpus is fetched from when no corpus is
+            given (None: Wikipedia's).
         retriever: The BM25 backend.
     """
 
@@ -95,6 +98,7 @@ class ModelDataSettings:
     corpus: str | None = None
     aliases: str | None = None
     distractors: str | None = None
+    wiki_api: str | None = None
     retriever: str = "bm25s"
 
     def model_data_settings(self) -> dict[str, Any]:
@@ -109,18 +113,30 @@ class ModelDataSettings:
 
 
 def load_store(
-    settings: ModelDataSettings, *, needed_for: str = "the retrieval and oracle conditions"
+    settings: ModelDataSettings,
+    *,
+    needed_for: str = "the retrieval and oracle conditions",
+    examples: Sequence[dspy.Example] | None = None,
+    say: Callable[[str], None] | None = None,
+    progress: bool = False,
 ) -> ArticleStore:
     """The article store the settings name (their ``corpus``, ``aliases``, ``distractors``).
 
     Fills those fields in on ``settings`` with what was used, so the run records it. Only the
     default corpus (under ``FRAMES_DATA_DIR``) gets the default distractors; a user's own
-    corpus is left as it is unless ``distractors`` names a file.
+    corpus is left as it is unless ``distractors`` names a file. With neither, and the whole
+    dataset given as ``examples``, the articles of all its links are fetched from Wikipedia
+    once into the user cache (:func:`frames_dspy.wikipedia.default_corpus`; ``say`` gets its
+    notes, ``progress`` shows its bar) and used from there on.
 
     Raises:
-        ValueError: no corpus given and none under ``FRAMES_DATA_DIR``.
+        ValueError: no corpus given, none under ``FRAMES_DATA_DIR`` and no ``examples``;
+        DownloadError: the fetch failed (what was fetched stays cached).
     """
     corpus = settings.corpus or data_file("corpus")
+    if corpus is None and examples is not None:
+        urls = [url for ex in examples for url in ex.gold_urls]
+        corpus = default_corpus(urls, api_url=settings.wiki_api, say=say, progress=progress)
     if corpus is None:
         raise ValueError(
             f"{needed_for} need a corpus: pass --corpus PATH (JSONL of title/text articles) "
@@ -217,11 +233,19 @@ class Session:
     self_judging: bool = False
 
     def provenance(self, examples: Sequence[dspy.Example]) -> dict[str, Any]:
-        """Hashes of the data and corpus, the models, package versions: for run configs."""
+        """Hashes of the data and corpus, the models, package versions: for run configs.
+
+        A corpus fetched from Wikipedia adds ``corpus_fetch``: its counts (links, articles,
+        ``unresolved_links``: links no article was found for), the API and when.
+        """
+        fetched = corpus_manifest(self.settings.corpus) if self.settings.corpus else None
         return {
             "dataset_sha256": dataset_fingerprint(examples),
             "corpus_sha256": self.store.fingerprint if self.store is not None else None,
             "corpus_articles": len(self.store) if self.store is not None else 0,
+            "corpus_fetch": {k: v for k, v in fetched.items() if k != "unresolved"}
+            if fetched and self.store is not None
+            else None,
             "lm_model": getattr(self.lm, "model", str(self.lm)),
             "judge_model": getattr(self.judge_lm, "model", str(self.judge_lm)),
             "engines": self.engines(),
@@ -253,6 +277,8 @@ def open_session(
     judge_lm: dspy.BaseLM | None = None,
     store: ArticleStore | None = None,
     retriever: Any = None,
+    examples: Sequence[dspy.Example] | None = None,
+    say: Callable[[str], None] | None = None,
 ) -> Session:
     """Open the store, the retriever and the LMs the settings name.
 
@@ -262,13 +288,22 @@ def open_session(
         retriever_needed: Build (or load) the BM25 index over the store.
         needed_for: What needs the corpus, for the error when there is none.
         lm, judge_lm, store, retriever: Already built parts to use instead.
+        examples, say: The whole dataset, whose links make the corpus fetched when none is
+            given, and where that fetch's notes go (with a progress bar when ``say`` is given);
+            see :func:`load_store`.
 
     Raises:
         ValueError: no corpus where one is needed; LMSetupError: an LM cannot run.
     """
     settings = dataclasses.replace(settings)
     if store is None and (store_needed or settings.corpus):
-        store = load_store(settings, needed_for=needed_for)
+        store = load_store(
+            settings,
+            needed_for=needed_for,
+            examples=examples,
+            say=say,
+            progress=say is not None,
+        )
     if retriever is None and retriever_needed and store is not None:
         from frames_dspy.retrieval import build_retriever
 

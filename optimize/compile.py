@@ -36,12 +36,15 @@ from frames_dspy.cli import (
     CommandParser,
     add_data_arguments,
     add_model_arguments,
+    add_verbose_argument,
     choice_list,
     positive_int,
+    report_error,
     start_command,
 )
 from frames_dspy.corpus import ArticleStore, CorpusError
 from frames_dspy.data import DatasetError, load_frames, split_frames
+from frames_dspy.download import DownloadError
 from frames_dspy.files import atomic_write_json
 from frames_dspy.lm import LMSetupError
 from frames_dspy.run_folder import RunFolder
@@ -128,6 +131,8 @@ def run_compile(
         judge_lm=judge_lm,
         store=store,
         retriever=retriever,
+        examples=examples,
+        say=progress,
     )
     config = session.settings
     config.out = str(out)
@@ -195,18 +200,13 @@ def run_compile(
             "train_ids": [ex.id for ex in splits.train],
             "dev_ids": [ex.id for ex in splits.dev],
         },
-        "dataset_sha256": provenance["dataset_sha256"],
-        "corpus_sha256": provenance["corpus_sha256"],
-        "corpus_articles": provenance["corpus_articles"],
+        **{k: v for k, v in provenance.items() if not k.endswith("_model")},  # hashes, versions
         "optimizer": asdict(opt),
         "estimate": {
             "lm_calls": round(estimate.calls),
             "tokens": round(estimate.tokens),
             "phases": [asdict(p) for p in estimate.phases],
         },
-        "packages": provenance["packages"],
-        "python": provenance["python"],
-        "started": provenance["started"],
     }
     if not config.workers_only:
         atomic_write_json(out / "config.json", record)
@@ -538,30 +538,29 @@ def build_parser() -> argparse.ArgumentParser:
         help="output folder (default runs/opt-<timestamp>); an existing one is resumed",
     )
     run.add_argument("--quiet", action="store_true", help="no progress lines or bars")
+    add_verbose_argument(run)
     return parser
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
-    start_command()
+    start_command(verbose=args.verbose)
     optuna.logging.set_verbosity(optuna.logging.WARNING)
-    values = {k: v for k, v in vars(args).items() if k != "quiet"}
+    values = {k: v for k, v in vars(args).items() if k not in ("quiet", "verbose")}
     config = CompileConfig(**values)
     try:
         config.validate()
     except ValueError as err:
         parser.error(str(err))
-
     show = None if args.quiet else functools.partial(print, flush=True)
     try:
         result = run_compile(config, progress=show)
     except NoCompleteTrials as err:
         print(f"error: {err}", file=sys.stderr)
         return 1
-    except (DatasetError, CorpusError, ValueError, LMSetupError, RunAborted) as err:
-        print(f"error: {err}", file=sys.stderr)
-        return 2
+    except (DatasetError, CorpusError, DownloadError, ValueError, LMSetupError, RunAborted) as err:
+        return report_error(err, verbose=args.verbose)
     except KeyboardInterrupt:
         print("\ninterrupted; rerun the same command to resume the study", file=sys.stderr)
         return 130

@@ -107,6 +107,7 @@ def test_the_model_and_data_groups_hold_their_options():
         ("--corpus",),
         ("--aliases",),
         ("--distractors",),
+        ("--wiki-api",),
         ("--retriever",),
     ]
 

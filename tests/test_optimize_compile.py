@@ -141,7 +141,7 @@ def test_ranges_limits_and_picks_parse_into_the_config():
     argv = ["--rounds", "2-4", "--k", "3", "--n-docs", "1-10", "--prompts", "planning"]
     argv += ["--test-limit", "all", "--pick", " cheapest-within:0.020 ", "--instructions-only"]
     args = opt_compile.build_parser().parse_args(argv)
-    config = CompileConfig(**{k: v for k, v in vars(args).items() if k != "quiet"})
+    config = CompileConfig(**{k: v for k, v in vars(args).items() if k not in ("quiet", "verbose")})
     assert (config.rounds, config.k, config.n_docs) == ((2, 4), (3, 3), (1, 10))
     assert config.prompts == ("planning",) and config.test_limit is None
     assert config.pick == "cheapest-within:0.02" and config.instructions_only is True
