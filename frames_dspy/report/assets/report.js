@@ -205,5 +205,6 @@
   if (DATA.comparison) comparison(DATA.comparison);
   draw();
   openFromHash();
+  document.body.setAttribute("data-ready-ms", String(Math.round(performance.now())));
   document.body.setAttribute("data-ready", "1");
 })();
