@@ -46,6 +46,7 @@ from frames_dspy.session import (
     load_store,
     open_session,
 )
+from frames_dspy.tracking import log_evaluation
 
 logger = logging.getLogger(__name__)
 
@@ -374,4 +375,6 @@ def run_evaluation(
             "(and a larger budget) to finish"
         )
     rows = _write_reports(out, settings, notes)
+    if settings.mlflow and rows:
+        log_evaluation(out, rows, run_config)
     return RunSummary(rows, out=out, stopped=stopped, notes=notes)
