@@ -124,7 +124,7 @@
     );
     const head = el("tr", {}, ["", TWO ? "run" : null, "id", "condition", "outcome", "question", "gold", "answer",
       "in context", "gold found", "tokens", "s"].filter((h) => h !== null).map((h) => el("th", { text: h })));
-    const widths = ["2%", TWO ? "3%" : null, "4%", "10%", "7%", "30%", "12%", "16%", "6%", "5%", "5%", "4%"].filter((w) => w !== null);
+    const widths = ["2%", TWO ? "3%" : null, "4%", "10%", "7%", "28%", "12%", "16%", "8%", "5%", "5%", "4%"].filter((w) => w !== null);
     const table = el("table", { class: "rows" }, el("colgroup", {}, widths.map((w) => el("col", { style: "width:" + w }))),
       el("thead", {}, head));
     const body = el("tbody");
