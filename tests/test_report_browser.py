@@ -16,11 +16,12 @@ from pathlib import Path
 
 import pytest
 from PIL import Image
+from selenium.common.exceptions import NoAlertPresentException
 from selenium.webdriver.common.by import By
 from selenium.webdriver.support.ui import Select
 from test_report_html import FLIPS, data, make_run  # noqa: F401 (data: a fixture)
 
-from benchmarks.report_html import BrowserMissing, chromium, open_page
+from benchmarks.report_html import BrowserMissing, chromium, measure, open_page, synthetic_run
 from frames_dspy.comparison import CompareConfig, compare_runs
 from frames_dspy.judge.autorater import is_rule_method
 from frames_dspy.report import read_predictions
@@ -143,3 +144,23 @@ def test_two_runs_show_each_pairs_flips(browser, data, tmp_path):  # noqa: F811
     assert count(browser) == 36
     choose(browser, "run", "B")
     assert count(browser) == len(read_predictions(Path(run_b) / "predictions.jsonl"))
+
+
+def test_markup_in_an_answer_is_shown_as_text(browser, data, tmp_path):  # noqa: F811
+    hostile = "</script><!--<script>alert(1)</script> & <b>bold</b>"
+    run = make_run(data, tmp_path / "run", {"French Open men's singles": hostile})
+    open_page(browser, run / "report.html", "#row=oracle/0")
+    assert hostile in browser.find_element(By.ID, "detail-oracle/0").text
+    assert browser.find_elements(By.TAG_NAME, "b") == []
+    with pytest.raises(NoAlertPresentException):
+        browser.switch_to.alert.text  # noqa: B018 - reading it is what raises
+
+
+@pytest.mark.real
+def test_a_full_size_page_loads_and_its_anchor_reopens_a_row(data_dir, tmp_path):
+    folder = synthetic_run(tmp_path / "run", questions=120)
+    result = measure(folder)
+    assert result["rows"] == 6 * 120
+    assert result["anchor_opened_row"] is True
+    assert 0 < result["search_matches"] < result["rows"]
+    assert result["load_seconds"] < 30

@@ -80,6 +80,17 @@ def test_evaluate_writes_a_self_contained_page_with_every_record(run_a):
     config = json.loads((run_a / "config.json").read_text())
     assert config["dataset_sha256"] in text and config["corpus_sha256"] in text
     assert "<th>cache</th><td>on</td>" in text
+    # ... and the notes heading table.md (models, judge, cache; self-judging, early stops).
+    assert '<p class="note">program LM: dummy; judge: dummy; LM cache: on</p>' in text
+
+
+def test_text_that_looks_like_markup_stays_text(data, tmp_path):
+    hostile = "</script><!--<script>alert(1)</script> & <b>bold</b>"
+    run = make_run(data, tmp_path / "run", {"French Open men's singles": hostile})
+    text = (run / "report.html").read_text(encoding="utf-8")
+    assert "alert(1)</script>" not in text and "<b>bold" not in text
+    answers = {r["a"] for r in page_blob(run / "report.html")["rows"] if r["i"] == "0"}
+    assert answers == {hostile}
 
 
 def test_answer_in_context_is_recorded_and_summed(run_a):

@@ -144,6 +144,20 @@ def _plots(run_dir: Path) -> list[dict[str, str]]:
     return out
 
 
+def _notes(run_dir: Path) -> list[str]:
+    """How the run was made, as the lines heading its ``table.md`` say (self-judging, an
+    early stop, an interruption)."""
+    path = run_dir / "table.md"
+    if not path.is_file():
+        return []
+    notes = []
+    for line in path.read_text(encoding="utf-8").splitlines():
+        if not line.startswith("> "):
+            break
+        notes.append(line[2:])
+    return notes
+
+
 def _run_part(run_dir: Path, config: dict[str, Any], records: list[dict]) -> dict[str, Any]:
     summary = summarize_run(predictions_frame(records))
     model = (config.get("settings") or {}).get("model", "")
@@ -154,6 +168,7 @@ def _run_part(run_dir: Path, config: dict[str, Any], records: list[dict]) -> dic
         "summary": summary,
         "table": {"header": header, "rows": cells},
         "plots": _plots(run_dir),
+        "notes": _notes(run_dir),
     }
 
 
@@ -227,8 +242,13 @@ def _header_html(part: dict[str, Any], label: str) -> str:
     env.append(("questions selected", len(config.get("selected_ids") or [])))
     rest = [(k, v) for k, v in settings.items() if k not in _HEADLINE]
     programs = list((config.get("programs") or {}).items())
+    notes = "".join(
+        f'<p class="{"warning" if n.split(" ", 1)[0].isupper() else "note"}">{_esc(n)}</p>'
+        for n in part.get("notes", [])
+    )
     return (
         f'<section class="run-header"><h2>{_esc(label)}: <code>{_esc(part["path"])}</code></h2>'
+        f"{notes}"
         f'<div class="cols"><div><h3>Models and cache</h3>{_kv_table(headline)}</div>'
         f"<div><h3>Data</h3>{_kv_table(data)}</div><div><h3>Environment</h3>{_kv_table(env)}"
         f"</div></div><details><summary>Every setting ({len(rest)}) and program spec"
@@ -265,8 +285,10 @@ def render_report(data: dict[str, Any]) -> str:
         f"{_table_html(part)}</section>"
         for part, label in zip(data["runs"], labels, strict=True)
     )
-    # "</" inside the JSON would end the script element early; "<\/" is the same JSON string.
-    blob = json.dumps(data_for_script(data), ensure_ascii=False, default=str).replace("</", "<\\/")
+    # A "<" in the JSON ("</script>", "<!--") could end or confuse the script element; the
+    # escape \u003c is the same JSON string.
+    blob = json.dumps(data_for_script(data), ensure_ascii=False, default=str)
+    blob = blob.replace("<", "\\u003c")
     return (
         '<!DOCTYPE html>\n<html lang="en"><head><meta charset="utf-8">'
         f"<title>{_esc(data['title'])}</title>"
