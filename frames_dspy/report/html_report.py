@@ -293,8 +293,9 @@ def render_report(data: dict[str, Any]) -> str:
         '<!DOCTYPE html>\n<html lang="en"><head><meta charset="utf-8">'
         f"<title>{_esc(data['title'])}</title>"
         f"<style>{_asset('report.css')}</style></head><body>"
-        f"<h1>{_esc(data['title'])}</h1>{static}"
-        '<section id="comparison"></section>'
+        f"<h1>{_esc(data['title'])}</h1>"
+        # Two runs: the comparison's intervals and the flipped questions come first.
+        f'<section id="comparison"></section>{static}'
         '<section id="rows-section"><h2>Every question x condition</h2>'
         '<div id="filters"></div><div id="pager"></div><div id="rows"></div></section>'
         f'<script type="application/json" id="report-data">{blob}</script>'

@@ -194,11 +194,14 @@
       return el("div", { class: "flip", "data-id": id }, el("div", { class: "q", text: `${id}. ${q[0] || ""}` }),
         el("div", { class: "muted", text: "gold: " + (q[1] || "") }), el("div", { class: "side" }, side(a, "A"), side(b, "B")));
     };
+    // Every card is in the page; with many flips, the pairs start folded.
+    const many = c.pairs.reduce((n, p) => n + p.a_to_b.count + p.b_to_a.count, 0) > 200;
     for (const p of c.pairs) {
-      section.append(el("h3", { text: `${p.condition_a} (A) → ${p.condition_b} (B)` }));
-      section.append(el("div", { class: "flips" },
+      section.append(el("details", { open: !many }, el("summary", {},
+        el("h3", { style: "display:inline", text: `${p.condition_a} (A) → ${p.condition_b} (B): ${p.a_to_b.count} + ${p.b_to_a.count} flipped` })),
+      el("div", { class: "flips" },
         el("div", { class: "flips-a-to-b" }, el("h3", { text: `A wrong, B right (${p.a_to_b.count})` }), p.a_to_b.ids.map((id) => card(p, id))),
-        el("div", { class: "flips-b-to-a" }, el("h3", { text: `A right, B wrong (${p.b_to_a.count})` }), p.b_to_a.ids.map((id) => card(p, id)))));
+        el("div", { class: "flips-b-to-a" }, el("h3", { text: `A right, B wrong (${p.b_to_a.count})` }), p.b_to_a.ids.map((id) => card(p, id))))));
     }
   }
 
