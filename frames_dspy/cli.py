@@ -16,6 +16,7 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from frames_dspy.lm.cache import CACHE_MODES
+from frames_dspy.tracking import DEFAULT_STORE
 
 __all__ = [
     "CommandParser",
@@ -25,6 +26,7 @@ __all__ = [
     "positive_float",
     "choice_list",
     "add_model_arguments",
+    "add_tracking_arguments",
     "add_data_arguments",
     "start_command",
     "add_verbose_argument",
@@ -92,7 +94,8 @@ def choice_list(choices: Sequence[str], what: str):
 
 
 def add_model_arguments(parser: argparse.ArgumentParser, defaults: Any) -> None:
-    """``--model``, ``--api-base``, the judge's options, ``--temperature``, ``--max-tokens``."""
+    """``--model``, ``--api-base``, the judge's options, ``--temperature``, ``--max-tokens``,
+    and the MLflow options of :func:`add_tracking_arguments`."""
     models = parser.add_argument_group("models")
     models.add_argument(
         "--model",
@@ -135,6 +138,32 @@ def add_model_arguments(parser: argparse.ArgumentParser, defaults: Any) -> None:
         type=positive_int("--max-tokens"),
         default=defaults.max_tokens,
         help="output tokens per program LM call (default %(default)s)",
+    )
+    # Every command that runs models can log them to MLflow.
+    add_tracking_arguments(parser, defaults)
+
+
+def add_tracking_arguments(parser: argparse.ArgumentParser, defaults: Any) -> None:
+    """``--mlflow [URI]``, ``--mlflow-experiment``, ``--mlflow-traces`` (MLflow is optional)."""
+    tracking = parser.add_argument_group("tracking (optional: pip install -e '.[mlflow]')")
+    tracking.add_argument(
+        "--mlflow",
+        nargs="?",
+        const=DEFAULT_STORE,
+        default=None,
+        metavar="URI",
+        help="log the run to MLflow: a tracking URI (sqlite:///..., http://...) or a folder "
+        f"for a local SQLite store (default when given alone: {DEFAULT_STORE}/)",
+    )
+    tracking.add_argument(
+        "--mlflow-experiment",
+        default=defaults.mlflow_experiment,
+        help="MLflow experiment name (default %(default)s)",
+    )
+    tracking.add_argument(
+        "--mlflow-traces",
+        action="store_true",
+        help="also record DSPy's traces of every LM call (mlflow.dspy.autolog; implies --mlflow)",
     )
 
 

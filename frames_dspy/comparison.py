@@ -47,7 +47,7 @@ __all__ = [
 ]
 
 #: Settings that differ between any two runs without changing what an answer means.
-_IGNORED_SETTINGS = ("out", "threads")
+_IGNORED_SETTINGS = ("out", "threads", "mlflow", "mlflow_experiment", "mlflow_traces")
 
 #: Command-line settings that only shape the programs run. When both runs recorded the spec of
 #: each program they ran (``programs`` in config.json), the specs are compared instead: with

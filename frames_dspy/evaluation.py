@@ -7,7 +7,7 @@ A run folder holds ``config.json`` (every knob, seeds, data and corpus hashes, p
 versions, model specs, each condition's program spec), ``predictions.jsonl`` (one line per
 question x condition, appended as each finishes, so a killed run resumes where it stopped),
 ``summary.json``, ``table.md`` (the paper's Table 3 shape), per-reasoning-type and
-per-article-count tables, and plots.
+per-article-count tables, plots, and ``report.html`` (every question x condition, to look at).
 """
 
 from __future__ import annotations
@@ -36,6 +36,7 @@ from frames_dspy.programs import (
     load_program,
 )
 from frames_dspy.progress import RunProgress
+from frames_dspy.report.html_report import write_html_report
 from frames_dspy.run_folder import RunFolder, setting_differences
 from frames_dspy.runner import Runner
 from frames_dspy.session import (
@@ -45,6 +46,7 @@ from frames_dspy.session import (
     load_store,
     open_session,
 )
+from frames_dspy.tracking import log_evaluation
 
 logger = logging.getLogger(__name__)
 
@@ -235,6 +237,14 @@ def _notes(session: Session, settings: EvalConfig) -> list[str]:
     return notes
 
 
+def _write_reports(out: Path, settings: EvalConfig, notes: list[str]) -> dict[str, Any]:
+    """summary.json, table.md, the plots, and report.html once a question has finished."""
+    rows = report.write_reports(out, model=settings.model, notes=notes)
+    if rows:
+        write_html_report(out)
+    return rows
+
+
 def run_evaluation(
     config: EvalConfig,
     *,
@@ -354,7 +364,7 @@ def run_evaluation(
                     break
     except KeyboardInterrupt:
         notes.append("INTERRUPTED (Ctrl-C): the table holds the questions that finished")
-        report.write_reports(out, model=settings.model, notes=notes)
+        _write_reports(out, settings, notes)
         raise
     finally:
         bar.close()
@@ -364,5 +374,7 @@ def run_evaluation(
             f"STOPPED EARLY ({stopped}): {left} question(s) not run; rerun with the same --out "
             "(and a larger budget) to finish"
         )
-    rows = report.write_reports(out, model=settings.model, notes=notes)
+    rows = _write_reports(out, settings, notes)
+    if settings.mlflow and rows:
+        log_evaluation(out, rows, run_config)
     return RunSummary(rows, out=out, stopped=stopped, notes=notes)

@@ -26,6 +26,7 @@ from typing import Any
 import dspy
 
 from frames_dspy.accounting import TOKEN_METER, attached_callbacks, metered
+from frames_dspy.answer_in_context import answer_in_context
 from frames_dspy.judge.autorater import Autorater, Judgement
 from frames_dspy.lm import LMSetupError
 from frames_dspy.metrics import gold_recall, query_repetition_rate
@@ -50,6 +51,14 @@ def _judge(autorater: Autorater, example: dspy.Example, answer: str) -> Judgemen
     except Exception as err:  # a failed judge call is this verdict's error, shown as such
         logger.warning("judging question %s failed: %s", example.id, err)
         return Judgement(None, "judge_error", f"{type(err).__name__}: {err}"[:500])
+
+
+def _answer_in_context(example: dspy.Example, context: str | None) -> bool | None:
+    try:
+        return answer_in_context(example.question, example.answer, context)
+    except Exception as err:  # a diagnostic must never cost a question its record
+        logger.warning("answer-in-context check failed on question %s: %s", example.id, err)
+        return None
 
 
 def run_question(
@@ -91,7 +100,8 @@ def run_question(
             )
     with metered() as judge_meter:
         verdict = _judge(autorater, example, pred.answer)
-    gold_ids = [a.id for a in store.resolve_many(example.gold_urls)] if store else []
+    gold = store.resolve_many(example.gold_urls) if store else []
+    gold_ids = [a.id for a in gold]
     context_ids = pred.get("context_ids") or []
     return {
         "condition": label,
@@ -109,12 +119,16 @@ def run_question(
         "reasoning_types": list(example.reasoning_types),
         "n_gold": len(example.gold_urls),
         "gold_ids": gold_ids,
+        "gold_titles": [a.title for a in gold],
         "context_ids": context_ids,
         "recall": gold_recall(gold_ids, context_ids) if context_ids else ([] if gold_ids else None),
         "queries": pred.get("queries") or [],
         "query_stats": pred.get("query_stats"),
         "query_repetition_rate": query_repetition_rate(pred.get("query_stats")),
         "packing": pred.get("packing"),
+        # Was the gold answer in the text the answer step saw? (None: no context, or a gold
+        # that cannot be looked for literally.) The text itself is not kept.
+        "answer_in_context": _answer_in_context(example, rounds["answer_context"]),
         # What the LM reported (a call answered from the cache reports nothing) ...
         "prompt_tokens": pred.get("prompt_tokens", 0),
         "completion_tokens": pred.get("completion_tokens", 0),

@@ -23,6 +23,7 @@ from frames_dspy.lm import ModelSpec, context_window, make_lm, parse_spec
 from frames_dspy.lm.cache import use_cache
 from frames_dspy.paths import data_file, default_dataset
 from frames_dspy.run_folder import environment_record
+from frames_dspy.tracking import DEFAULT_EXPERIMENT, check_tracking, enable_traces
 from frames_dspy.wikipedia import corpus_manifest, default_corpus
 
 logger = logging.getLogger(__name__)
@@ -79,6 +80,9 @@ class ModelDataSettings:
         wiki_api: The MediaWiki API the default corpus is fetched from when no corpus is
             given (None: Wikipedia's).
         retriever: The BM25 backend.
+        mlflow, mlflow_experiment, mlflow_traces: Track in MLflow (a store URI or folder;
+            None: not at all), in this experiment, with DSPy's traces of every call (see
+            :mod:`frames_dspy.tracking`). They change no result.
     """
 
     model: str = "local"
@@ -100,6 +104,9 @@ class ModelDataSettings:
     distractors: str | None = None
     wiki_api: str | None = None
     retriever: str = "bm25s"
+    mlflow: str | None = None
+    mlflow_experiment: str = DEFAULT_EXPERIMENT
+    mlflow_traces: bool = False
 
     def model_data_settings(self) -> dict[str, Any]:
         """These shared settings as keyword arguments (to hand them to another config)."""
@@ -293,9 +300,13 @@ def open_session(
             see :func:`load_store`.
 
     Raises:
-        ValueError: no corpus where one is needed; LMSetupError: an LM cannot run.
+        ValueError: no corpus where one is needed, or ``mlflow`` set without MLflow
+            installed; LMSetupError: an LM cannot run.
     """
     settings = dataclasses.replace(settings)
+    check_tracking(settings)  # a missing MLflow fails here, before any model or corpus loads
+    if settings.mlflow_traces:
+        enable_traces(settings)
     if store is None and (store_needed or settings.corpus):
         store = load_store(
             settings,

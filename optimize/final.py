@@ -29,6 +29,7 @@ from frames_dspy.files import atomic_write_json, sha256_file
 from frames_dspy.programs import build_program, save_program
 from frames_dspy.run_folder import RunFolder
 from frames_dspy.session import Session
+from frames_dspy.tracking import log_study
 from optimize.config import CompileConfig, CompileResult, NoCompleteTrials
 from optimize.optimizers import OptimizerSettings, compile_program
 from optimize.pareto import (
@@ -387,3 +388,5 @@ def final_stage(
         finished=datetime.now(UTC).isoformat(timespec="seconds"),
     )
     atomic_write_json(out / "config.json", record)
+    if config.mlflow:
+        log_study(study.trials, out, config, chosen=chosen.number)

@@ -101,6 +101,7 @@ def test_nothing_below_a_cli_imports_it():
     importers = sorted(n for n, targets in graph.items() if "frames_dspy.evaluate" in targets)
     assert importers == []
     assert not [n for n, t in graph.items() if "optimize.compile" in t]
+    assert not [n for n, t in graph.items() if any(x.endswith(".__main__") for x in t)]
 
 
 def test_argparse_lives_only_in_command_line_modules():
@@ -111,6 +112,7 @@ def test_argparse_lives_only_in_command_line_modules():
         "frames_dspy.wikipedia",
         "frames_dspy.compare",
         "frames_dspy.judge.__main__",
+        "frames_dspy.report.__main__",
         "optimize.compile",
     }
     users = {

@@ -55,13 +55,15 @@ __all__ = [
 
 # What the program running in this thread has retrieved so far: if it fails half-way, the
 # runner still credits the articles it found (its recall is not left out of the average).
-_ROUNDS: ContextVar[dict[str, list] | None] = ContextVar("frames_rounds", default=None)
+_ROUNDS: ContextVar[dict[str, Any] | None] = ContextVar("frames_rounds", default=None)
 
 
 @contextlib.contextmanager
-def recording_rounds() -> Iterator[dict[str, list]]:
-    """Collect ``context_ids`` and ``queries`` per round of the program run in the block."""
-    trace: dict[str, list] = {"context_ids": [], "queries": []}
+def recording_rounds() -> Iterator[dict[str, Any]]:
+    """Collect ``context_ids`` and ``queries`` per round of the program run in the block, and
+    ``answer_context``: the text the answer step saw (None if it saw none). The runner reads
+    that text and keeps only what it needs of it, so records stay small."""
+    trace: dict[str, Any] = {"context_ids": [], "queries": [], "answer_context": None}
     token = _ROUNDS.set(trace)
     try:
         yield trace
@@ -74,6 +76,12 @@ def _note_round(ids: list[str], queries: list[str]) -> None:
     if trace is not None:
         trace["context_ids"].append(list(ids))
         trace["queries"].append(list(queries))
+
+
+def _note_answer_context(text: str) -> None:
+    trace = _ROUNDS.get()
+    if trace is not None:
+        trace["answer_context"] = text
 
 
 #: Program kind -> its module class (filled as the classes below are defined).
@@ -199,6 +207,7 @@ class _FramesProgram(dspy.Module):
             return "", None
         packed = pack_articles(articles, self.context_tokens) if articles else None
         context = packed.text if packed else "(no articles were found)"
+        _note_answer_context(context)
         result = self.answer(question=question, context=context)
         return str(result.answer).strip(), packed
 

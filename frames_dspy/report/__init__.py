@@ -30,6 +30,7 @@ __all__ = [
     "predictions_frame",
     "wilson_interval",
     "summarize_run",
+    "table3_cells",
     "table3_markdown",
     "accuracy_by_reasoning_type",
     "accuracy_by_article_count",
@@ -106,11 +107,27 @@ def _verdicts(group: pd.DataFrame) -> dict[str, Any]:
     }
 
 
+def _answer_in_context(group: pd.DataFrame) -> dict[str, Any]:
+    """How often the gold answer was in the answer step's context, over the questions where
+    that could be checked, and how many wrong answers had it there (the model's failures)."""
+    if "answer_in_context" not in group:  # records written before the check existed
+        flags = pd.Series([None] * len(group), index=group.index, dtype=object)
+    else:
+        flags = group["answer_in_context"]
+    checked = flags.notna()
+    present = flags.eq(True)
+    return {
+        "answer_in_context": float(present[checked].mean()) if checked.any() else None,
+        "answer_in_context_n": int(checked.sum()),
+        "wrong_with_answer_in_context": int((present & group["correct"].ne(True)).sum()),
+    }
+
+
 def summarize_run(frame: pd.DataFrame) -> dict[str, dict[str, Any]]:
     """Per condition: accuracy with a 95% interval over every question tried, failures by
     kind, judge errors, who decided (verdicts per method, rules and LM), cached calls and
-    retries, recall per round (over every question with a gold article), tokens, LM calls and
-    seconds per question.
+    retries, whether the gold answer was in the answer step's context, recall per round (over
+    every question with a gold article), tokens, LM calls and seconds per question.
 
     A program error or a judge error counts as not correct, so ``n`` is every question tried
     and nothing is averaged over the successes only; ``accuracy_judged`` leaves judge errors
@@ -147,6 +164,7 @@ def summarize_run(frame: pd.DataFrame) -> dict[str, dict[str, Any]]:
             "retries": _total(group, "retries"),
             "recall_by_round": recall,
             "recall_n": recall_n,
+            **_answer_in_context(group),
             "tokens_per_question": float(tokens.mean()),
             "prompt_tokens_per_question": float(group["prompt_tokens"].fillna(0).mean()),
             "metered_tokens_per_question": _total(group, "metered_tokens") / n,
@@ -168,28 +186,27 @@ def _fmt(value: float | None, digits: int = 3) -> str:
     )
 
 
-def table3_markdown(
-    summary: dict[str, dict[str, Any]], *, model: str = "", notes: Sequence[str] = ()
-) -> str:
-    """The paper's Table 3 shape: accuracy per setup, ours beside Gemini-Pro-1.5's.
+def _answer_in_context_text(row: dict[str, Any]) -> str:
+    checked = row.get("answer_in_context_n")
+    if not checked:
+        return "—"
+    return f"{_fmt(row.get('answer_in_context'))} ({checked})"
 
-    Every row also shows what could flatter it: questions whose program failed (counted
-    wrong), judge errors (counted wrong), how many verdicts the autorater's rules and its LM
-    judge gave, LM calls answered from the cache, retried faults, and how many questions the
-    recall is averaged over. ``notes`` are printed above it.
-    """
-    lines = [f"> {note}" for note in notes]
-    if lines:
-        lines.append("")
-    lines += [
-        f"| condition | n | accuracy ({model or 'this run'}) | 95% CI | failed | judge errors | "
-        "verdicts rules/LM | cached calls | retries | final recall (n) | tokens/q | LM calls/q | "
-        "paper (Gemini-Pro-1.5) |",
-        "|---|---:|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
-    ]
+
+def table3_cells(
+    summary: dict[str, dict[str, Any]], *, model: str = ""
+) -> tuple[list[str], list[list[str]]]:
+    """The header and the formatted cells of :func:`table3_markdown`, one list per condition
+    (the HTML report shows the same cells)."""
+    header = [
+        "condition", "n", f"accuracy ({model or 'this run'})", "95% CI", "failed",
+        "judge errors", "verdicts rules/LM", "cached calls", "retries", "final recall (n)",
+        "answer in context (n)", "tokens/q", "LM calls/q", "paper (Gemini-Pro-1.5)",
+    ]  # fmt: skip
     names = [c for c in CONDITION_ORDER if c in summary] + sorted(
         set(summary) - set(CONDITION_ORDER)
     )
+    rows = []
     for name in names:
         row = summary[name]
         recall = row["recall_by_round"][-1] if row["recall_by_round"] else None
@@ -199,14 +216,45 @@ def table3_markdown(
         cached = row.get("cached_calls", 0)
         cached_text = f"{cached}/{calls}" if calls else str(cached)
         verdicts = f"{row['rule_verdicts']}/{row['lm_verdicts']}" if "rule_verdicts" in row else "—"
-        lines.append(
-            f"| {name} | {row['n']} | {_fmt(row['accuracy'])} | "
-            f"[{_fmt(low, 2)}, {_fmt(high, 2)}] | {row.get('program_errors', 0)} | "
-            f"{row['judge_errors']} | {verdicts} | {cached_text} | {row.get('retries', 0)} | "
-            f"{recall_text} | "
-            f"{row['tokens_per_question']:.0f} | {row['lm_calls_per_question']:.1f} | "
-            f"{_fmt(PAPER_ACCURACY.get(name))} |"
+        rows.append(
+            [
+                name,
+                str(row["n"]),
+                _fmt(row["accuracy"]),
+                f"[{_fmt(low, 2)}, {_fmt(high, 2)}]",
+                str(row.get("program_errors", 0)),
+                str(row["judge_errors"]),
+                verdicts,
+                cached_text,
+                str(row.get("retries", 0)),
+                recall_text,
+                _answer_in_context_text(row),
+                f"{row['tokens_per_question']:.0f}",
+                f"{row['lm_calls_per_question']:.1f}",
+                _fmt(PAPER_ACCURACY.get(name)),
+            ]
         )
+    return header, rows
+
+
+def table3_markdown(
+    summary: dict[str, dict[str, Any]], *, model: str = "", notes: Sequence[str] = ()
+) -> str:
+    """The paper's Table 3 shape: accuracy per setup, ours beside Gemini-Pro-1.5's.
+
+    Every row also shows what could flatter it: questions whose program failed (counted
+    wrong), judge errors (counted wrong), how many verdicts the autorater's rules and its LM
+    judge gave, LM calls answered from the cache, retried faults, and how many questions the
+    recall is averaged over; and how often the gold answer was in the answer step's context
+    (over the questions where that can be checked). ``notes`` are printed above it.
+    """
+    lines = [f"> {note}" for note in notes]
+    if lines:
+        lines.append("")
+    header, rows = table3_cells(summary, model=model)
+    lines.append("| " + " | ".join(header) + " |")
+    lines.append("|---|---:|---:|---|" + "---:|" * (len(header) - 4))
+    lines += ["| " + " | ".join(cells) + " |" for cells in rows]
     return "\n".join(lines) + "\n"
 
 
