@@ -191,6 +191,7 @@ def make_lm(
     n_threads: int | None = None,
     extra_buffers: str | None = None,
     isolation: str | None = None,
+    flash_attn: bool = True,
     check_connection: bool = True,
     **kwargs: Any,
 ) -> dspy.BaseLM:
@@ -223,6 +224,8 @@ def make_lm(
             ``FRAMES_DSPY_EXTRA_BUFFERS``), ``"on"`` or ``"off"``.
         isolation: Embedded models: ``"process"`` (a worker process, the default: a native
             crash fails one call, not the caller) or ``"inline"`` (this process).
+        flash_attn: Embedded models: llama.cpp's flash attention (about 19% faster prompt
+            processing on CPU; greedy answers can differ in rare near-ties).
         check_connection: Check at once that ``api_base`` accepts connections.
         **kwargs: Further generation settings sent with every request (e.g. ``top_p``,
             ``top_k``, ``frequency_penalty``); they are part of DSPy's cache key.
@@ -255,6 +258,7 @@ def make_lm(
             timeout=timeout,
             extra_buffers=extra_buffers,
             isolation=isolation,
+            flash_attn=flash_attn,
         )
         return FramesLM(
             model,

@@ -63,7 +63,7 @@ ISOLATIONS = ("process", "inline")
 _OVERFLOW = re.compile(r"Requested tokens \((\d+)\) exceed context window of (\d+)")
 
 
-_HOSTS: dict[tuple[str, int], EngineHost] = {}
+_HOSTS: dict[tuple[str, int, bool], EngineHost] = {}
 _HOSTS_LOCK = threading.Lock()
 
 
@@ -91,6 +91,8 @@ class LlamaCppEngine:
             :data:`DEFAULT_ISOLATION`.
         extra_buffers: ``"auto"``, ``"on"`` or ``"off"``; None reads ``FRAMES_DSPY_EXTRA_BUFFERS``
             (default ``"auto"``).
+        flash_attn: Use llama.cpp's flash attention (faster prompts on CPU; see
+            :class:`~frames_dspy.lm.llama_worker.EngineSettings`).
         llama: An already constructed ``llama_cpp.Llama``-like object, run inline (tests).
     """
 
@@ -127,6 +129,7 @@ class LlamaCppEngine:
         timeout: float | None = None,
         isolation: str | None = None,
         extra_buffers: str | None = None,
+        flash_attn: bool = True,
         llama: Any | None = None,
     ):
         isolation = isolation or DEFAULT_ISOLATION
@@ -147,7 +150,12 @@ class LlamaCppEngine:
         self.timeout = timeout
         self.isolation = isolation
         self.extra_buffers = extra_buffers
+        self.flash_attn = bool(flash_attn)
         self._injected = EngineHost.injected(llama, self._settings()) if llama is not None else None
+
+    def _key(self) -> tuple[str, int, bool]:
+        # Engines with the same file, window and kernels share one loaded model.
+        return (self.model_path, self.n_ctx, self.flash_attn)
 
     def _settings(self) -> EngineSettings:
         return EngineSettings(
@@ -156,6 +164,7 @@ class LlamaCppEngine:
             n_threads=self.n_threads,
             seed=self.seed,
             extra_buffers=self.extra_buffers != "off",
+            flash_attn=self.flash_attn,
             factory=DEFAULT_FACTORY,
         )
 
@@ -164,7 +173,7 @@ class LlamaCppEngine:
     def _host(self) -> EngineHost:
         if self._injected is not None:
             return self._injected
-        key = (self.model_path, self.n_ctx)
+        key = self._key()
         host = _HOSTS.get(key)
         if host is None:
             with _HOSTS_LOCK:
@@ -203,7 +212,7 @@ class LlamaCppEngine:
     @property
     def load_seconds(self) -> float | None:
         """Seconds the model took to load (and probe), or None if it is not loaded yet."""
-        host = self._injected or _HOSTS.get((self.model_path, self.n_ctx))
+        host = self._injected or _HOSTS.get(self._key())
         return host.load_seconds if host is not None else None
 
     # -- tokens ----------------------------------------------------------------------------
@@ -268,7 +277,7 @@ class LlamaCppEngine:
             if generation.steps is not None
             else None
         )
-        return _response(request, generation.out, generation.seconds, logprobs)
+        return _response(request, generation, logprobs)
 
     def stream(self, request: Request) -> Iterator[Any]:
         """Stream events of a completed response (llama.cpp output is not streamed through)."""
@@ -286,6 +295,7 @@ class LlamaCppEngine:
             "timeout": self.timeout,
             "isolation": self.isolation,
             "extra_buffers": self.extra_buffers,
+            "flash_attn": self.flash_attn,
         }
 
     @classmethod
@@ -298,6 +308,7 @@ class LlamaCppEngine:
             timeout=state.get("timeout"),
             isolation=state.get("isolation"),
             extra_buffers=state.get("extra_buffers"),
+            flash_attn=state.get("flash_attn", True),
         )
 
 
@@ -434,10 +445,10 @@ def _text(out: Mapping[str, Any]) -> str:
 
 def _response(
     request: Request,
-    out: Mapping[str, Any],
-    seconds: float,
+    generation: Generation,
     logprobs: tuple[TokenLogprob, ...] | None = None,
 ) -> Response:
+    out = generation.out
     choice = out["choices"][0]
     text = _text(out)
     finish = "length" if choice.get("finish_reason") == "length" else "stop"
@@ -451,12 +462,16 @@ def _response(
             input_tokens=usage.get("prompt_tokens"), output_tokens=usage.get("completion_tokens")
         ),
         logprobs=logprobs,
-        provider_data={"backend": "llama-cpp-python", "seconds": round(seconds, 4)},
+        provider_data={
+            "backend": "llama-cpp-python",
+            "seconds": round(generation.seconds, 4),
+            **(generation.perf or {}),
+        },
     )
 
 
-def loaded_models() -> dict[tuple[str, int], float]:
-    """Models loaded in this process: ``{(path, n_ctx): load seconds}``."""
+def loaded_models() -> dict[tuple[str, int, bool], float]:
+    """Models loaded in this process: ``{(path, n_ctx, flash_attn): load seconds}``."""
     return {key: host.load_seconds for key, host in _HOSTS.items() if host.load_seconds is not None}
 
 
