@@ -59,6 +59,8 @@ class BenchConfig:
         prompt_tokens: Approximate tokens of each context in the measured prompts.
         gen_tokens: Output tokens asked for in the generation measurement.
         extension_tokens: Tokens the extended prompt adds to the earlier one.
+        attention_tokens: Prompt tokens of the flash-attention comparison (an answer prompt
+            with the embedded model's 2,000-token article budget is about this long).
         repeats: Repetitions of each measurement (the median is reported).
         n_ctx: Context window the model is loaded with.
         seed: Seed of the random.Random that builds the prompt texts.
@@ -68,6 +70,7 @@ class BenchConfig:
     prompt_tokens: int = 400
     gen_tokens: int = 64
     extension_tokens: int = 120
+    attention_tokens: int = 2000
     repeats: int = 3
     n_ctx: int = 4096
     seed: int = 0
@@ -241,6 +244,35 @@ def _pure_overhead(model_path: str, calls: int = 500) -> dict[str, float]:
     return {"calls": calls, "dspy_us_per_call": round(1e6 * (through - raw), 1)}
 
 
+def _flash_attention(spec: str, n_ctx: int, prompt: str, repeats: int) -> dict[str, Any]:
+    """Prompt tokens/s with llama.cpp's flash attention off and on, same prompt, interleaved.
+
+    Two inline models differing only in ``flash_attn`` (the engine's default is on); each
+    prompt is processed on a cleared KV cache, alternating which goes first.
+    """
+    llamas = {
+        on: make_lm(
+            spec, n_ctx=n_ctx, cache=False, isolation="inline", flash_attn=on
+        ).engine.inline_llama()
+        for on in (False, True)
+    }
+    tokens = llamas[False].tokenize(prompt.encode("utf-8"))
+    rates: dict[bool, list[float]] = {False: [], True: []}
+    for i in range(repeats):
+        for on in (False, True) if i % 2 == 0 else (True, False):
+            llamas[on].reset()
+            started = time.perf_counter()
+            llamas[on].eval(tokens)
+            rates[on].append(len(tokens) / (time.perf_counter() - started))
+    off, on = statistics.median(rates[False]), statistics.median(rates[True])
+    return {
+        "prompt_tokens": len(tokens),
+        "off_tokens_per_s": round(off, 1),
+        "on_tokens_per_s": round(on, 1),
+        "speedup": round(on / off, 3),
+    }
+
+
 def instant_llama(settings) -> _InstantLlama:
     """A worker factory (``benchmarks.lm:instant_llama``) for :func:`_worker_overhead`."""
     return _InstantLlama()
@@ -328,6 +360,13 @@ def run(config: BenchConfig) -> dict[str, Any]:
     prefix = _prefix(paths, base, extended, config.repeats)
 
     engine = lm.engine.record()
+    logger.info("flash attention off and on, %d-token prompt", config.attention_tokens)
+    attention = _flash_attention(
+        config.spec,
+        config.n_ctx,
+        _prompt(_text(lm, rng, config.attention_tokens), task),
+        config.repeats,
+    )
     overhead = _pure_overhead(lm.engine.model_path)
     worker = _worker_overhead(lm.engine.model_path)
 
@@ -357,6 +396,7 @@ def run(config: BenchConfig) -> dict[str, Any]:
         "dspy_vs_raw": ratio,
         "dspy_overhead_instant_model": overhead,
         "worker_process_overhead": worker,
+        "flash_attention": attention,
         "engine": engine,
         "prefix_reuse": prefix,
     }
@@ -398,6 +438,10 @@ def render(report: dict[str, Any]) -> str:
             else ""
         )
         + f"; CPU {report['engine']['cpu']}",
+        f"flash attention on a {report['flash_attention']['prompt_tokens']}-token prompt: "
+        f"{report['flash_attention']['off_tokens_per_s']:.1f} tokens/s off, "
+        f"{report['flash_attention']['on_tokens_per_s']:.1f} on "
+        f"(x{report['flash_attention']['speedup']:.3f})",
         "",
         f"{'path':<6} {'extended prompt':>16} {'reused prefix s':>16} {'cold s':>8} {'speedup':>8}",
     ]
