@@ -12,7 +12,7 @@ import pytest
 from crashing_llama import TRIGGER
 
 from frames_dspy.lm import LMCallError, LMSetupError, llama_engine, make_lm
-from frames_dspy.lm.llama_process import EngineProcess, cpu_summary, describe_exit
+from frames_dspy.lm.llama_process import EngineCrashed, EngineProcess, cpu_summary, describe_exit
 from frames_dspy.lm.llama_worker import EngineSettings, load_llama
 
 
@@ -114,7 +114,7 @@ def test_the_crashed_workers_log_holds_where_it_happened(factory, gguf):
         EngineSettings(str(gguf), 512, 1, extra_buffers=False, factory="crashing_llama:segfault")
     )
     worker.load()
-    with pytest.raises(Exception) as info:
+    with pytest.raises(EngineCrashed) as info:
         worker.probe()
     crash = info.value
     assert crash.returncode == -11 and "string_at" in crash.where
@@ -194,3 +194,21 @@ def test_the_embedded_model_answers_in_a_fresh_worker(real_model_path, extra_buf
             assert record["extra_buffers"] is False and record["extra_buffers_fallback"] is None
     finally:
         llama_engine._reset_loaded_models()
+
+
+def test_old_crash_logs_are_pruned(gguf, monkeypatch):
+    from frames_dspy.lm import llama_process
+
+    monkeypatch.setattr(llama_process, "KEPT_LOGS", 2)
+    logs = []
+    for _ in range(4):
+        worker = EngineProcess(
+            EngineSettings(
+                str(gguf), 512, 1, extra_buffers=False, factory="crashing_llama:segfault"
+            )
+        )
+        worker.load()
+        with pytest.raises(EngineCrashed):
+            worker.probe()
+        logs.append(worker.log)
+    assert [log.exists() for log in logs] == [False, False, True, True]

@@ -147,9 +147,17 @@ def _innermost_frame(log_text: str) -> str | None:
 _WORKER_MAIN = "from frames_dspy.lm.llama_worker import main; main()"
 
 
+#: Crashed workers' logs kept (the oldest go first); a clean worker removes its own.
+KEPT_LOGS = 20
+
+
 def _log_path() -> Path:
     folder = cache_dir("engine-logs")
     folder.mkdir(parents=True, exist_ok=True)
+    old = sorted(folder.glob("worker-*.log"), key=lambda path: path.stat().st_mtime)
+    for path in old[: max(0, len(old) - KEPT_LOGS + 1)]:
+        with contextlib.suppress(OSError):
+            path.unlink()
     return folder / f"worker-{os.getpid()}-{time.time_ns()}.log"
 
 
