@@ -80,6 +80,7 @@ def test_evaluate_writes_a_self_contained_page_with_every_record(run_a):
     config = json.loads((run_a / "config.json").read_text())
     assert config["dataset_sha256"] in text and config["corpus_sha256"] in text
     assert "<th>cache</th><td>on</td>" in text
+    assert "<th>engines</th>" not in text  # no embedded model ran
     # ... and the notes heading table.md (models, judge, cache; self-judging, early stops).
     assert '<p class="note">program LM: dummy; judge: dummy; LM cache: on</p>' in text
 

@@ -238,7 +238,9 @@ def _header_html(part: dict[str, Any], label: str) -> str:
         for k in ("dataset_sha256", "corpus_sha256", "corpus_articles", "program_sha256")
         if k in config
     ]
-    env = [(k, config.get(k)) for k in ("started", "python", "packages") if k in config]
+    # "engines": how each embedded model ran (empty for API models).
+    env_keys = ("started", "python", "packages", "engines")
+    env = [(k, config[k]) for k in env_keys if config.get(k) not in (None, {})]
     env.append(("questions selected", len(config.get("selected_ids") or [])))
     rest = [(k, v) for k, v in settings.items() if k not in _HEADLINE]
     programs = list((config.get("programs") or {}).items())
