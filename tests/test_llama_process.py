@@ -6,7 +6,12 @@ are killed on purpose; the tests marked ``real`` run the embedded model in a wor
 
 from __future__ import annotations
 
+import os
+import subprocess
+import sys
+import time
 import types
+from pathlib import Path
 
 import pytest
 from crashing_llama import TRIGGER
@@ -212,3 +217,43 @@ def test_old_crash_logs_are_pruned(gguf, monkeypatch):
             worker.probe()
         logs.append(worker.log)
     assert [log.exists() for log in logs] == [False, False, True, True]
+
+
+def test_a_worker_leaves_when_its_run_is_killed_mid_call(gguf, tmp_path):
+    # The run is SIGKILLed while its worker is in a long call: no socket close reaches the
+    # worker in time, so it must notice that its parent is gone and leave by itself.
+    script = tmp_path / "run.py"
+    script.write_text(
+        "import sys\n"
+        "from frames_dspy.lm.llama_process import EngineProcess\n"
+        "from frames_dspy.lm.llama_worker import EngineSettings\n"
+        f"settings = EngineSettings({str(gguf)!r}, 512, 1, extra_buffers=False,"
+        " factory='crashing_llama:slow')\n"
+        "worker = EngineProcess(settings)\n"
+        "worker.load()\n"
+        "worker.probe()\n"
+        "print(worker.pid, flush=True)\n"
+        "worker.request('complete', ([{'role': 'user', 'content': 'x'}], {}, None, None))\n"
+    )
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(p or os.getcwd() for p in sys.path)}
+    run = subprocess.Popen([sys.executable, str(script)], stdout=subprocess.PIPE, env=env)
+    try:
+        worker_pid = int(run.stdout.readline())
+        time.sleep(0.5)  # the worker is now in its minute-long call
+        run.kill()
+        run.wait(timeout=10)
+        deadline = time.monotonic() + 10
+        while time.monotonic() < deadline and _alive(worker_pid):
+            time.sleep(0.1)
+        assert not _alive(worker_pid)
+    finally:
+        if run.poll() is None:
+            run.kill()
+
+
+def _alive(pid: int) -> bool:
+    try:
+        state = Path(f"/proc/{pid}/stat").read_text().split(")")[-1].split()[0]
+    except OSError:
+        return False
+    return state != "Z"

@@ -136,11 +136,16 @@ class EngineCrashed(RuntimeError):
 
 
 def _innermost_frame(log_text: str) -> str | None:
-    # faulthandler prints "File "...", line N in func" lines, innermost first per thread.
-    for line in log_text.splitlines():
-        stripped = line.strip()
-        if stripped.startswith('File "'):
-            return stripped
+    """The innermost frame of the crashing thread in a faulthandler report, if any.
+
+    faulthandler heads the thread that crashed "Current thread ..." (the others "Thread ...")
+    and lists each thread's frames innermost first.
+    """
+    lines = [line.strip() for line in log_text.splitlines()]
+    starts = [i for i, line in enumerate(lines) if line.startswith("Current thread")]
+    for line in lines[starts[-1] if starts else 0 :]:
+        if line.startswith('File "'):
+            return line
     return None
 
 

@@ -17,7 +17,9 @@ import contextlib
 import faulthandler
 import importlib
 import math
+import os
 import sys
+import threading
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass, field
@@ -306,6 +308,23 @@ def serve(conn: Any) -> None:
         conn.send((True, value))
 
 
+def _exit_with_parent(interval: float = 1.0) -> None:
+    """Leave at once when the run that started this worker is gone (killed, say).
+
+    A closed socket is only noticed between requests; a long generation would run on for
+    nobody. llama.cpp releases the GIL while it computes, so this thread gets to look.
+    """
+    parent = os.getppid()
+
+    def watch() -> None:
+        while True:
+            time.sleep(interval)
+            if os.getppid() != parent:
+                os._exit(0)
+
+    threading.Thread(target=watch, name="exit-with-parent", daemon=True).start()
+
+
 def main(argv: list[str] | None = None) -> int:
     """Serve the engine on an inherited socket: the worker process's entry point.
 
@@ -317,5 +336,6 @@ def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else argv
     # A native crash prints the Python stack of every thread to stderr (the engine's log).
     faulthandler.enable(all_threads=True)
+    _exit_with_parent()
     serve(Connection(int(argv[0])))
     return 0
