@@ -22,7 +22,6 @@ from frames_dspy.cli import (
     CommandParser,
     add_data_arguments,
     add_model_arguments,
-    choice_list,
     fraction,
     non_negative_int,
     positive_float,
@@ -33,7 +32,7 @@ from frames_dspy.corpus import CorpusError
 from frames_dspy.data import DatasetError
 from frames_dspy.evaluation import EvalConfig, run_evaluation
 from frames_dspy.lm import LMSetupError
-from frames_dspy.programs import CONDITIONS
+from frames_dspy.programs import CONDITIONS, condition_names
 from frames_dspy.runner import RunAborted
 
 __all__ = ["EvalConfig", "run_evaluation", "build_parser", "main"]
@@ -58,6 +57,13 @@ def _parse_ids(text: str) -> list[int]:
     if not ids:
         raise argparse.ArgumentTypeError(f"--ids {text!r} selects no question")
     return ids
+
+
+def _conditions(text: str) -> tuple[str, ...]:
+    try:
+        return condition_names(text)
+    except ValueError as err:
+        raise argparse.ArgumentTypeError(str(err)) from None
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -93,9 +99,10 @@ def build_parser() -> argparse.ArgumentParser:
     what = parser.add_argument_group("what to run")
     what.add_argument(
         "--conditions",
-        type=choice_list(tuple(CONDITIONS), "condition(s)"),
+        type=_conditions,
         default=None,
-        help=f"comma-separated; default all: {','.join(CONDITIONS)}",
+        help=f"comma-separated; default all: {','.join(CONDITIONS)}; also bm25-N for the "
+        "top N articles for the question (any N >= 1, e.g. bm25-12)",
     )
     what.add_argument(
         "--program",
@@ -128,6 +135,12 @@ def build_parser() -> argparse.ArgumentParser:
         help="do not use the question itself as one of each round's queries",
     )
     what.add_argument("--cot", action="store_true", help="answer with chain of thought")
+    what.add_argument(
+        "--retrieval-only",
+        action="store_true",
+        help="run only the retrieval half of each program: no answer and no judge call, so "
+        "accuracy is not measured (every answer is empty) but recall and query tokens are",
+    )
     what.add_argument(
         "--context-tokens",
         type=positive_int("--context-tokens"),

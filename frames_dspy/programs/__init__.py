@@ -3,11 +3,17 @@
 - :mod:`~frames_dspy.programs.spec`: :class:`ProgramSpec`, a program's shape as frozen data;
 - :mod:`~frames_dspy.programs.packing`: articles fitted into the answer prompt's budget;
 - :mod:`~frames_dspy.programs.modules`: one ``dspy.Module`` per kind, and ``build_program``;
-- :mod:`~frames_dspy.programs.conditions`: the paper's six setups as named specs;
+- :mod:`~frames_dspy.programs.conditions`: the paper's six setups as named specs (and ``bm25-N``);
 - :mod:`~frames_dspy.programs.io`: ``program.json`` save and load.
 """
 
-from frames_dspy.programs.conditions import CONDITIONS, PAPER_ACCURACY, Condition
+from frames_dspy.programs.conditions import (
+    CONDITIONS,
+    PAPER_ACCURACY,
+    Condition,
+    condition,
+    condition_names,
+)
 from frames_dspy.programs.io import (
     check_program_file,
     load_program,
@@ -39,6 +45,8 @@ __all__ = [
     "ProgramSpec",
     "RetrieveThenAnswer",
     "build_program",
+    "condition",
+    "condition_names",
     "check_program_file",
     "clean_queries",
     "load_program",
