@@ -22,6 +22,7 @@ import logging
 import os
 import sys
 from collections.abc import Callable, Sequence
+from contextlib import nullcontext
 from dataclasses import asdict
 from datetime import datetime
 from pathlib import Path
@@ -37,6 +38,8 @@ from frames_dspy.cli import (
     add_data_arguments,
     add_model_arguments,
     choice_list,
+    int_range,
+    limit_or_all,
     positive_int,
     start_command,
 )
@@ -80,6 +83,7 @@ def run_compile(
     *,
     lm: dspy.BaseLM | None = None,
     judge_lm: dspy.BaseLM | None = None,
+    teacher_lm: dspy.BaseLM | None = None,
     examples: list[dspy.Example] | None = None,
     store: ArticleStore | None = None,
     retriever=None,
@@ -137,6 +141,7 @@ def run_compile(
             "inflate trial scores; pass --judge-model for numbers to compare"
         )
     opt = config.optimizer_settings(embedded=session.model.embedded)
+    teacher_lm = teacher_lm or config.make_teacher()
 
     provenance = session.provenance(examples)
     settings = {key: getattr(config, key) for key in STUDY_KEYS}
@@ -184,7 +189,11 @@ def run_compile(
         "storage": redact(storage_url),
         "study_name": config.study_name,
         "search_space": space.as_dict(),
-        "models": {"program": provenance["lm_model"], "judge": provenance["judge_model"]},
+        "models": {
+            "program": provenance["lm_model"],
+            "judge": provenance["judge_model"],
+            "teacher": getattr(teacher_lm, "model", None),
+        },
         "seeds": {"split": config.seed, "sampler": sampler_seed, "optimizer": config.seed},
         "splits": {
             "train": len(splits.train),
@@ -222,6 +231,7 @@ def run_compile(
         sink=RunFolder(out / "dev_runs"),
         say=say,
         bars=progress is not None,
+        teacher_lm=teacher_lm,
     )
     budget = run.budget
     objective = Objective(
@@ -249,7 +259,12 @@ def run_compile(
             study.stop()
 
     stopped: str | None = None
-    with attached_callbacks(session.lm, budget), attached_callbacks(session.judge_lm, budget):
+    teacher_metered = attached_callbacks(teacher_lm, budget) if teacher_lm else nullcontext()
+    with (
+        attached_callbacks(session.lm, budget),
+        attached_callbacks(session.judge_lm, budget),
+        teacher_metered,
+    ):
         if new_trials > 0:
             study.optimize(
                 objective,
@@ -279,36 +294,11 @@ def run_compile(
 # --- the command line ---------------------------------------------------------------------------
 
 
-def _test_limit(text: str) -> int | None:
-    if text.strip().lower() in ("all", "none", "0"):
-        return None
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(
-            f"--test-limit {text!r} is not a number; give N or 'all'"
-        ) from None
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"--test-limit {value} must be at least 1 (or 'all')")
-    return value
-
-
 def _pick(text: str) -> str:
     try:
         return str(parse_pick(text))
     except ValueError as err:
         raise argparse.ArgumentTypeError(str(err)) from None
-
-
-def _int_range(text: str) -> tuple[int, int]:
-    try:
-        low, _, high = text.partition("-")
-        bounds = (int(low), int(high or low))
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"{text!r} is not a range like 1-5 or a number") from None
-    if not 1 <= bounds[0] <= bounds[1]:
-        raise argparse.ArgumentTypeError(f"range {text!r} must satisfy 1 <= low <= high")
-    return bounds
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -378,7 +368,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     split.add_argument(
         "--test-limit",
-        type=_test_limit,
+        type=limit_or_all("--test-limit"),
         default=defaults.test_limit,
         help="test questions scored at the end: the first N of the test split (~780 "
         "questions with the defaults), or 'all' (default %(default)s)",
@@ -392,16 +382,16 @@ def build_parser() -> argparse.ArgumentParser:
     search = parser.add_argument_group("search")
     search.add_argument(
         "--rounds",
-        type=_int_range,
+        type=int_range,
         default=defaults.rounds,
         help="range of rounds to search, e.g. 1-3 or 2 (default 1-5)",
     )
     search.add_argument(
-        "--k", type=_int_range, default=defaults.k, help="range of queries per round (default 1-5)"
+        "--k", type=int_range, default=defaults.k, help="range of queries per round (default 1-5)"
     )
     search.add_argument(
         "--n-docs",
-        type=_int_range,
+        type=int_range,
         default=defaults.n_docs,
         help="range of articles per query (default 1-10)",
     )
@@ -463,6 +453,12 @@ def build_parser() -> argparse.ArgumentParser:
         choices=list(OPTIMIZERS),
         default=defaults.optimizer,
         help=OPTIMIZER_HELP + " (default %(default)s)",
+    )
+    prompts.add_argument(
+        "--teacher-model",
+        default=None,
+        help="LM (as --model) that bootstraps demos (bootstrap-rs, mipro) and writes the "
+        "optimizers' prompts, instead of the program's model and the judge; e.g. local-1.5b",
     )
     prompts.add_argument(
         "--optimize-in-trials",

@@ -6,6 +6,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import dspy
+
+from frames_dspy.lm import make_lm
 from frames_dspy.session import SESSION_KEYS, ModelDataSettings
 from optimize.optimizers import OPTIMIZERS, OptimizerSettings
 from optimize.pareto import parse_pick
@@ -45,6 +48,11 @@ class CompileConfig(ModelDataSettings):
         objective: What trials maximise and the DSPy optimizer optimises: ``accuracy``,
             ``recall`` or ``accuracy+recall`` (see :data:`optimize.study.OBJECTIVES`).
         optimizer: One of :data:`optimize.optimizers.OPTIMIZERS`.
+        teacher_model: An LM spec (as ``--model``) that bootstraps demos (bootstrap-rs,
+            MIPROv2: DSPy's ``teacher_settings``) and writes the optimizers' prompts
+            (MIPROv2's ``prompt_model``, GEPA's reflection, SIMBA's rules); None leaves
+            bootstrapping to the program's model and prompt writing to the judge's. It is
+            never the judge.
         optimize_in_trials: Compile prompts inside every trial instead of once at the end.
         optimizer_budget: A small explicit budget instead of the optimizer's preset (MIPROv2
             trials, GEPA metric calls, SIMBA steps).
@@ -74,6 +82,7 @@ class CompileConfig(ModelDataSettings):
     pick: str = "best"
     objective: str = "accuracy+recall"
     optimizer: str = "none"
+    teacher_model: str | None = None
     optimize_in_trials: bool = False
     max_demos: int = 2
     demo_chars: int = 1500
@@ -145,6 +154,17 @@ class CompileConfig(ModelDataSettings):
                 raise ValueError(message)
         parse_pick(self.pick)
         self.optimizer_settings(embedded=False)
+
+    def make_teacher(self) -> dspy.BaseLM | None:
+        """The ``--teacher-model`` LM (built like the program's), or None without one."""
+        if not self.teacher_model:
+            return None
+        return make_lm(
+            self.teacher_model,
+            temperature=self.temperature,
+            max_tokens=self.max_tokens,
+            timeout=self.lm_timeout,
+        )
 
     def optimizer_settings(self, *, embedded: bool) -> OptimizerSettings:
         """The optimizer's settings; ``embedded`` says whether the program model runs in

@@ -399,6 +399,10 @@ class Objective:
         if self.compile_fn is not None:
             program = self.compile_fn(program, self.train)
             trial.set_user_attr("program_state", json.dumps(program.dump_state(), default=str))
+        if self.objective == "recall":
+            # Recall cannot depend on the answer: score the retrieval half alone (no answer
+            # call, so no judge call either).
+            program.answer_step = False
         score = score_program(
             program,
             self.dev,

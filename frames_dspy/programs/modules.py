@@ -362,7 +362,7 @@ class MultiHop(_FramesProgram):
         self.lead_chars = lead_chars
         self.generate = dspy.Predict(PlanQueries if planning else GenerateQueries)
 
-    def _found_view(self, articles: Sequence[Article]) -> str:
+    def found_view(self, articles: Sequence[Article]) -> str:
         # Append-only: a later round's view extends the earlier one, so a prefix cache helps.
         lines, used = [], 0
         budget = self.found_tokens * CHARS_PER_TOKEN
@@ -397,7 +397,7 @@ class MultiHop(_FramesProgram):
                     try:
                         out = self.generate(
                             question=question,
-                            found=self._found_view(context),
+                            found=self.found_view(context),
                             past_queries=past,
                             n_queries=wanted,
                         )
