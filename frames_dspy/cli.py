@@ -23,6 +23,7 @@ __all__ = [
     "positive_int",
     "positive_float",
     "choice_list",
+    "int_list",
     "int_range",
     "limit_or_all",
     "add_model_arguments",
@@ -90,6 +91,23 @@ def limit_or_all(name: str):
         if value < 1:
             raise argparse.ArgumentTypeError(f"{name} {value} must be at least 1 (or 'all')")
         return value
+
+    return parse
+
+
+def int_list(name: str):
+    """An argparse type for a comma-separated list of whole numbers >= 1."""
+
+    def parse(text: str) -> tuple[int, ...]:
+        try:
+            values = tuple(int(part) for part in text.split(",") if part.strip())
+        except ValueError:
+            raise argparse.ArgumentTypeError(
+                f"{name} {text!r} is not a comma-separated list of numbers (e.g. 200,1000)"
+            ) from None
+        if not values or min(values) < 1:
+            raise argparse.ArgumentTypeError(f"{name} {text!r}: give numbers of at least 1")
+        return values
 
     return parse
 

@@ -38,6 +38,7 @@ from frames_dspy.cli import (
     add_data_arguments,
     add_model_arguments,
     choice_list,
+    int_list,
     int_range,
     limit_or_all,
     positive_int,
@@ -50,7 +51,14 @@ from frames_dspy.lm import LMSetupError
 from frames_dspy.run_folder import RunFolder
 from frames_dspy.runner import RunAborted
 from frames_dspy.session import open_session
-from optimize.config import SAMPLERS, STUDY_KEYS, CompileConfig, CompileResult, NoCompleteTrials
+from optimize.config import (
+    COMPILE_EXAMPLES,
+    SAMPLERS,
+    STUDY_KEYS,
+    CompileConfig,
+    CompileResult,
+    NoCompleteTrials,
+)
 from optimize.cost import estimate_cost
 from optimize.final import CompileRun, final_stage, trial_line
 from optimize.optimizers import OPTIMIZER_HELP, OPTIMIZERS
@@ -60,7 +68,6 @@ from optimize.study import (
     OBJECTIVES,
     PROMPTS,
     Objective,
-    SearchSpace,
     SurplusTrial,
     count_active,
     reap_dead_local_trials,
@@ -104,12 +111,7 @@ def run_compile(
     config.validate()
     say = progress or (lambda line: logger.info("%s", line))
     rule = parse_pick(config.pick)
-    space = SearchSpace(
-        rounds=tuple(config.rounds),
-        k=tuple(config.k),
-        n_docs=tuple(config.n_docs),
-        prompts=tuple(config.prompts),
-    )
+    space = config.search_space()
     out = Path(config.out or Path("runs") / f"opt-{datetime.now():%Y%m%d-%H%M%S}")
     config.out = str(out)
     out.mkdir(parents=True, exist_ok=True)
@@ -326,30 +328,7 @@ def build_parser() -> argparse.ArgumentParser:
             "command), trials.csv, pareto.md, pareto.png, program.json, test_score.json,\n"
             "test_run/ (an evaluate run folder), dev_runs/ (every dev answer of every trial)."
         ),
-        epilog=(
-            "examples:\n"
-            "  # a quick look with the embedded model (offline)\n"
-            "  python -m optimize.compile --train 4 --dev 6 --trials 6 --test-limit 10 \\\n"
-            "      --context-tokens 800 --out runs/opt-small\n"
-            "  # an API model, a stronger judge, MIPROv2 on the chosen configuration;\n"
-            "  # after an interruption, run the same command again to resume\n"
-            "  python -m optimize.compile --model openai/gpt-4o-mini --judge-model "
-            "openai/gpt-4o \\\n"
-            "      --trials 30 --optimizer mipro --threads 8 --max-lm-calls 20000 "
-            "--out runs/opt-4o\n"
-            "  # extra workers (same settings) sharing a PostgreSQL study from other machines\n"
-            "  python -m optimize.compile --model openai/gpt-4o-mini --judge-model "
-            "openai/gpt-4o \\\n"
-            "      --trials 30 --storage postgresql://u:pw@db/optuna --study-name frames-4o "
-            "--workers-only\n"
-            "  # the same study, a cheaper pick: no new trials, only the final step reruns\n"
-            "  python -m optimize.compile --model openai/gpt-4o-mini --judge-model "
-            "openai/gpt-4o \\\n"
-            "      --trials 30 --optimizer mipro --out runs/opt-4o --pick "
-            "cheapest-within:0.02\n\n"
-            "exit status: 0 done (or stopped cleanly by --max-lm-calls/--timeout), 1 no trial\n"
-            "completed, 2 bad input or an LM that cannot run, 130 interrupted."
-        ),
+        epilog=COMPILE_EXAMPLES,
     )
     add_model_arguments(parser, defaults)
     add_data_arguments(parser, defaults)
@@ -446,6 +425,21 @@ def build_parser() -> argparse.ArgumentParser:
         action="store_false",
         help="do not use the question itself as one of each round's queries",
     )
+    search.add_argument(
+        "--search-question-query",
+        action="store_true",
+        help="search whether the question is one of each round's queries (both ways)",
+    )
+    for flag, what in (
+        ("--found-tokens", "found-articles view budgets"),
+        ("--lead-chars", "lead lengths"),
+    ):
+        search.add_argument(
+            flag,
+            type=int_list(flag),
+            default=getattr(defaults, flag[2:].replace("-", "_")),
+            help=f"query writer's {what} to try, comma-separated (default %(default)s)",
+        )
     search.add_argument("--cot", action="store_true", help="answer with chain of thought")
     prompts = parser.add_argument_group("prompt optimisation")
     prompts.add_argument(

@@ -29,7 +29,7 @@ def question_cost(
         params["n_docs"],
         params["prompt"],
         context_tokens=context_tokens,
-        include_question=include_question,
+        include_question=bool(params.get("question_query", include_question)),
     )
     return cost.calls, cost.tokens
 

@@ -113,7 +113,13 @@ class CompileRun:
 
 
 def _label(params: dict[str, Any]) -> str:
-    return trial_spec(params).describe().removeprefix("multihop ")
+    spec = trial_spec(params)
+    label = spec.describe().removeprefix("multihop ")
+    if "found_tokens" in params:
+        label += f" f{spec.found_tokens} l{spec.lead_chars}" + (
+            "" if spec.include_question else " -q"
+        )
+    return label
 
 
 def trial_line(trial: FrozenTrial) -> str:
@@ -121,7 +127,7 @@ def trial_line(trial: FrozenTrial) -> str:
     a = trial.user_attrs
     if a.get("surplus"):
         return f"trial {trial.number:>3}  skipped: the study already holds its trials"
-    label = _label(trial.params) if len(trial.params) == 4 else "?"
+    label = _label(trial.params) if "prompt" in trial.params else "?"
     if trial.state == TrialState.COMPLETE:
         acc, recall = a.get("accuracy", trial.values[0]), a.get("recall")
         line = (

@@ -25,8 +25,10 @@ from frames_dspy.programs.modules import (
     MultiHop,
     Naive,
     Oracle,
+    PhraseQueries,
     RetrieveThenAnswer,
     build_program,
+    capitalised_phrases,
     clean_queries,
 )
 from frames_dspy.programs.packing import CHARS_PER_TOKEN, PackedContext, pack_articles
@@ -42,9 +44,11 @@ __all__ = [
     "Naive",
     "Oracle",
     "PackedContext",
+    "PhraseQueries",
     "ProgramSpec",
     "RetrieveThenAnswer",
     "build_program",
+    "capitalised_phrases",
     "condition",
     "condition_names",
     "check_program_file",

@@ -71,33 +71,44 @@ PAPER_ACCURACY: dict[str, float] = {
 }
 
 
-_BM25_N = re.compile(r"bm25-(\S+)")
+_SIZED = re.compile(r"(bm25|phrases)-(\S+)")
 
 
 def condition(name: str) -> Condition:
-    """The condition called ``name``: one of :data:`CONDITIONS`, or ``bm25-N`` for any N >= 1.
+    """The condition called ``name``: one of :data:`CONDITIONS`, ``bm25-N`` or ``phrases-N``.
 
-    ``bm25-N`` is BM25 for the question alone with N articles: the question-only reference at
-    the article count of a multi-step program (rounds x k x n_docs).
+    ``bm25-N`` is BM25 for the question alone with N articles: the question-only reference
+    at the article count of a multi-step program (rounds x k x n_docs). ``phrases-N`` is the
+    no-LM reference with N articles: the question's top N/2, the top 2 for each of its
+    capitalised phrases, filled to N from the question's results
+    (:class:`~frames_dspy.programs.modules.PhraseQueries`).
 
     Raises:
-        ValueError: an unknown name, or ``bm25-N`` with N not a whole number of at least 1.
+        ValueError: an unknown name, or N not a whole number of at least 1.
     """
     if name in CONDITIONS:
         return CONDITIONS[name]
-    match = _BM25_N.fullmatch(name)
+    match = _SIZED.fullmatch(name)
     if match is None:
         raise ValueError(
-            f"unknown condition {name!r}; choose from {', '.join(CONDITIONS)} or bm25-N "
-            "(N articles for the question, e.g. bm25-12)"
+            f"unknown condition {name!r}; choose from {', '.join(CONDITIONS)}, bm25-N (N "
+            "articles for the question, e.g. bm25-12) or phrases-N"
         )
-    text = match.group(1)
+    kind, text = match.groups()
     if not text.isdigit() or int(text) < 1:
         raise ValueError(
-            f"condition {name!r}: N in bm25-N must be a whole number of at least 1 (e.g. bm25-12)"
+            f"condition {name!r}: N in {kind}-N must be a whole number of at least 1 "
+            f"(e.g. {kind}-12)"
         )
     n = int(text)
-    return Condition(ProgramSpec("bm25", n_docs=n), f"the top {n} BM25 articles for the question")
+    if kind == "bm25":
+        return Condition(
+            ProgramSpec("bm25", n_docs=n), f"the top {n} BM25 articles for the question"
+        )
+    return Condition(
+        ProgramSpec("phrases", n_docs=n, k=2),
+        f"no LM: the question's top {n // 2} articles, 2 per capitalised phrase, filled to {n}",
+    )
 
 
 def condition_names(text: str) -> tuple[str, ...]:
