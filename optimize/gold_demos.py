@@ -17,6 +17,7 @@ from __future__ import annotations
 import copy
 import logging
 import random
+import re
 from collections.abc import Sequence
 
 import dspy
@@ -25,7 +26,7 @@ from frames_dspy.corpus import Article
 
 logger = logging.getLogger(__name__)
 
-__all__ = ["gold_query_demos", "with_gold_demos"]
+__all__ = ["gold_query_demos", "reachable", "with_gold_demos"]
 
 #: The ``plan`` a planning-prompt demo carries (the prompt asks for one before the queries).
 _PLAN = "Still missing: the articles on {names}."
@@ -93,14 +94,33 @@ def gold_query_demos(program, trainset: Sequence[dspy.Example], store) -> list[d
     return demos
 
 
+_QUALIFIER = re.compile(r"\s*\([^)]*\)")
+_WORD = re.compile(r"\w{3,}")
+
+
+def reachable(demo: dspy.Example) -> bool:
+    """Whether every query of ``demo`` can be read off its question and found view.
+
+    A query counts as readable when each of its words of 3+ characters (a title's
+    parenthetical qualifier, e.g. "(actress)", left out) occurs in the question or in the
+    found view, ignoring case.
+    """
+    seen = f"{demo.question} {demo.found}".casefold()
+    return all(
+        all(word in seen for word in _WORD.findall(_QUALIFIER.sub("", query).casefold()))
+        for query in demo.queries
+    )
+
+
 def with_gold_demos(
     program, trainset: Sequence[dspy.Example], store, *, demos: int, seed: int = 0
 ) -> dspy.Module:
     """A copy of ``program`` whose query writer holds ``demos`` gold demos from ``trainset``.
 
     The demos are drawn with ``random.Random(seed)`` from :func:`gold_query_demos`, at most
-    one per train question (so they show different questions), and set on the query writer
-    through ``dspy.LabeledFewShot``; the answer step is left as it is.
+    one per train question (so they show different questions), :func:`reachable` ones first,
+    and set on the query writer through ``dspy.LabeledFewShot``; the answer step is left as
+    it is.
 
     Raises:
         ValueError: ``program`` has no query writer, or no train question yields a demo.
@@ -117,16 +137,27 @@ def with_gold_demos(
             "misses; raise --train or check --corpus"
         )
     rng = random.Random(seed)
-    by_question: dict[str, list[dspy.Example]] = {}
-    for demo in pool:
-        by_question.setdefault(demo.question, []).append(demo)
-    questions = sorted(by_question)
-    rng.shuffle(questions)
-    chosen = [rng.choice(by_question[q]) for q in questions[:demos]]
+    chosen: list[dspy.Example] = []
+    # Demos whose queries the writer could have written from what it saw come first: a
+    # title that needs outside knowledge (the actor behind a role) teaches guessing.
+    for tier in (True, False):
+        by_question: dict[str, list[dspy.Example]] = {}
+        for demo in pool:
+            if reachable(demo) is tier and demo.question not in {d.question for d in chosen}:
+                by_question.setdefault(demo.question, []).append(demo)
+        questions = sorted(by_question)
+        rng.shuffle(questions)
+        for question in questions[: demos - len(chosen)]:
+            # Alternate first-round and later-round demos where a question has both, so the
+            # writer sees how to read the found view as well as the question.
+            later = len(chosen) % 2 == 1
+            options = [d for d in by_question[question] if bool(d.past_queries) is later]
+            chosen.append(rng.choice(options or by_question[question]))
     logger.info(
-        "gold demos: %d built from %d train questions, %d chosen",
+        "gold demos: %d built from %d train questions (%d reachable), %d chosen",
         len(pool),
-        len(by_question),
+        len({d.question for d in pool}),
+        sum(reachable(d) for d in pool),
         len(chosen),
     )
     student = copy.deepcopy(program)

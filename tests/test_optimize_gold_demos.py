@@ -256,3 +256,27 @@ def test_the_keep_check_pairs_questions():
     down = paired_dev_check(after, before, "accuracy")
     assert down["diff"] == pytest.approx(-0.5) and down["ci95"][1] < 0
     assert paired_dev_check(before, [{"id": 99, "recall": None}], "recall") is None
+
+
+def test_demos_a_writer_could_read_off_its_inputs_come_first(tiny):
+    from optimize.gold_demos import reachable
+
+    def demo(question, found, queries):
+        return dspy.Example(question=question, found=found, queries=queries)
+
+    assert reachable(demo("Who directed The Dark Knight?", "(nothing yet)", ["The Dark Knight"]))
+    assert reachable(
+        demo("Who was Amiens' mayor?", "[1] Emmanuel Macron: born in Amiens", ["Amiens"])
+    )
+    # A title that needs outside knowledge, its qualifier aside, is not readable.
+    who = demo(
+        "Who played the Joker in The Dark Knight?", "(nothing yet)", ["Heath Ledger (actor)"]
+    )
+    assert not reachable(who)
+    assert reachable(demo("Is Heath Ledger Australian?", "(nothing yet)", ["Heath Ledger (actor)"]))
+
+    examples, store, _, retriever = tiny
+    program = multihop(retriever, include_question=False, k=1)
+    compiled = with_gold_demos(program, examples[:6], store, demos=6, seed=0)
+    flags = [reachable(d) for d in compiled.generate.demos]
+    assert flags == sorted(flags, reverse=True)  # every readable demo before any other
