@@ -102,7 +102,8 @@ def build_parser() -> argparse.ArgumentParser:
         type=_conditions,
         default=None,
         help=f"comma-separated; default all: {','.join(CONDITIONS)}; also bm25-N for the "
-        "top N articles for the question (any N >= 1, e.g. bm25-12)",
+        "top N articles for the question (any N >= 1, e.g. bm25-12) and phrases-N (no LM: "
+        "the question's capitalised phrases as extra queries, N articles)",
     )
     what.add_argument(
         "--program",
