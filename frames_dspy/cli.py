@@ -25,6 +25,9 @@ __all__ = [
     "positive_int",
     "positive_float",
     "choice_list",
+    "int_list",
+    "int_range",
+    "limit_or_all",
     "add_model_arguments",
     "add_tracking_arguments",
     "add_data_arguments",
@@ -76,6 +79,54 @@ def positive_float(name: str):
 def fraction(name: str):
     """An argparse type for a number in [0, 1] whose error names the flag."""
     return _number(name, float, lambda v: 0.0 <= v <= 1.0, "between 0 and 1")
+
+
+def limit_or_all(name: str):
+    """An argparse type for a positive count or ``all`` (also ``none``/``0``: None)."""
+
+    def parse(text: str) -> int | None:
+        if text.strip().lower() in ("all", "none", "0"):
+            return None
+        try:
+            value = int(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(
+                f"{name} {text!r} is not a number; give N or 'all'"
+            ) from None
+        if value < 1:
+            raise argparse.ArgumentTypeError(f"{name} {value} must be at least 1 (or 'all')")
+        return value
+
+    return parse
+
+
+def int_list(name: str):
+    """An argparse type for a comma-separated list of whole numbers >= 1."""
+
+    def parse(text: str) -> tuple[int, ...]:
+        try:
+            values = tuple(int(part) for part in text.split(",") if part.strip())
+        except ValueError:
+            raise argparse.ArgumentTypeError(
+                f"{name} {text!r} is not a comma-separated list of numbers (e.g. 200,1000)"
+            ) from None
+        if not values or min(values) < 1:
+            raise argparse.ArgumentTypeError(f"{name} {text!r}: give numbers of at least 1")
+        return values
+
+    return parse
+
+
+def int_range(text: str) -> tuple[int, int]:
+    """An argparse type for an inclusive range ``LOW-HIGH`` (or one number), both >= 1."""
+    try:
+        low, _, high = text.partition("-")
+        bounds = (int(low), int(high or low))
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a range like 1-5 or a number") from None
+    if not 1 <= bounds[0] <= bounds[1]:
+        raise argparse.ArgumentTypeError(f"range {text!r} must satisfy 1 <= low <= high")
+    return bounds
 
 
 def choice_list(choices: Sequence[str], what: str):

@@ -23,7 +23,6 @@ from frames_dspy.cli import (
     add_data_arguments,
     add_model_arguments,
     add_verbose_argument,
-    choice_list,
     fraction,
     non_negative_int,
     positive_float,
@@ -36,7 +35,7 @@ from frames_dspy.data import DatasetError
 from frames_dspy.download import DownloadError
 from frames_dspy.evaluation import EvalConfig, run_evaluation
 from frames_dspy.lm import LMSetupError
-from frames_dspy.programs import CONDITIONS
+from frames_dspy.programs import CONDITIONS, condition_names
 from frames_dspy.runner import RunAborted
 
 __all__ = ["EvalConfig", "run_evaluation", "build_parser", "main"]
@@ -61,6 +60,13 @@ def _parse_ids(text: str) -> list[int]:
     if not ids:
         raise argparse.ArgumentTypeError(f"--ids {text!r} selects no question")
     return ids
+
+
+def _conditions(text: str) -> tuple[str, ...]:
+    try:
+        return condition_names(text)
+    except ValueError as err:
+        raise argparse.ArgumentTypeError(str(err)) from None
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -101,9 +107,11 @@ def build_parser() -> argparse.ArgumentParser:
     what = parser.add_argument_group("what to run")
     what.add_argument(
         "--conditions",
-        type=choice_list(tuple(CONDITIONS), "condition(s)"),
+        type=_conditions,
         default=None,
-        help=f"comma-separated; default all: {','.join(CONDITIONS)}",
+        help=f"comma-separated; default all: {','.join(CONDITIONS)}; also bm25-N for the "
+        "top N articles for the question (any N >= 1, e.g. bm25-12) and phrases-N (no LM: "
+        "the question's capitalised phrases as extra queries, N articles)",
     )
     what.add_argument(
         "--program",
@@ -136,6 +144,12 @@ def build_parser() -> argparse.ArgumentParser:
         help="do not use the question itself as one of each round's queries",
     )
     what.add_argument("--cot", action="store_true", help="answer with chain of thought")
+    what.add_argument(
+        "--retrieval-only",
+        action="store_true",
+        help="run only the retrieval half of each program: no answer and no judge call, so "
+        "accuracy is not measured (every answer is empty) but recall and query tokens are",
+    )
     what.add_argument(
         "--context-tokens",
         type=positive_int("--context-tokens"),

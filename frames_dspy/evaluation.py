@@ -33,6 +33,7 @@ from frames_dspy.programs import (
     ProgramSpec,
     build_program,
     check_program_file,
+    condition,
     load_program,
 )
 from frames_dspy.progress import RunProgress
@@ -64,6 +65,7 @@ RESUME_KEYS = (
     "include_question",
     "cot",
     "program",
+    "retrieval_only",
 )
 
 
@@ -78,6 +80,9 @@ class EvalConfig(ModelDataSettings):
         limit, ids: The first N selected questions, or these ids.
         rounds, k, n_docs, include_question, cot: Multi-step knobs (``cot`` for every
             condition).
+        retrieval_only: Run only the retrieval half of every program (no answer call, so no
+            judge call: accuracy is not measured, recall and query tokens are). Recall
+            cannot depend on the answer step, so this measures it at a fraction of the cost.
         threads: Questions run at once.
         out: The run folder; None means ``runs/<timestamp>``.
         max_failure_rate: Above this share of failed questions in a condition the command
@@ -98,6 +103,7 @@ class EvalConfig(ModelDataSettings):
     n_docs: int = 10
     include_question: bool = True
     cot: bool = False
+    retrieval_only: bool = False
     threads: int = 1
     program: str | None = None
     out: str | None = None
@@ -130,9 +136,14 @@ def _select(examples: list[dspy.Example], config: EvalConfig) -> list[dspy.Examp
 
 def _condition_specs(config: EvalConfig) -> dict[str, ProgramSpec]:
     """Each condition's spec with the run's knobs applied, validated before anything loads."""
-    unknown = [c for c in config.conditions if c not in CONDITIONS and c != "program"]
-    if unknown:
-        raise ValueError(f"unknown condition(s) {unknown}; choose from {list(CONDITIONS)}")
+    for name in config.conditions:
+        if name != "program":
+            condition(name)  # raises on an unknown name or a bad bm25-N
+    if config.retrieval_only and "naive" in config.conditions:
+        raise ValueError(
+            "--retrieval-only runs no answer step, and the naive condition has nothing else: "
+            "drop naive from --conditions"
+        )
     specs = {}
     for name in config.conditions:
         if name == "program":
@@ -142,7 +153,7 @@ def _condition_specs(config: EvalConfig) -> dict[str, ProgramSpec]:
                 raise ValueError(f"--program {config.program!r} does not exist")
             specs[name] = check_program_file(config.program)
             continue
-        specs[name] = CONDITIONS[name].configured(
+        specs[name] = condition(name).configured(
             rounds=config.rounds,
             k=config.k,
             n_docs=config.n_docs,
@@ -178,10 +189,14 @@ def _build(
         override = session.context_tokens if budget_given or spec.context_tokens is None else None
         program, spec, _ = load_program(config.program, context_tokens=override, **parts)
         logger.info("loaded %s (%s)", config.program, spec.describe())
-        return program
-    if spec.takes("context_tokens"):
-        spec = spec.replace(context_tokens=session.context_tokens)
-    return build_program(spec, **parts)
+    else:
+        if spec.takes("context_tokens"):
+            spec = spec.replace(context_tokens=session.context_tokens)
+        program = build_program(spec, **parts)
+    if config.retrieval_only:
+        # The answer is then "" (judged wrong by rule, no judge call) and costs no LM call.
+        program.answer_step = False
+    return program
 
 
 class RunSummary(dict):
@@ -233,6 +248,11 @@ def _notes(session: Session, settings: EvalConfig) -> list[str]:
         notes.append(
             "SELF-JUDGING: the judge is the model under test, which tends to inflate scores; "
             "pass --judge-model for numbers to compare"
+        )
+    if settings.retrieval_only:
+        notes.append(
+            "RETRIEVAL ONLY: no answer step ran, so accuracy is not measured (every answer is "
+            "empty); recall and the query writer's tokens are"
         )
     return notes
 

@@ -22,6 +22,7 @@ import logging
 import os
 import sys
 from collections.abc import Callable, Sequence
+from contextlib import nullcontext
 from dataclasses import asdict
 from datetime import datetime
 from pathlib import Path
@@ -38,6 +39,9 @@ from frames_dspy.cli import (
     add_model_arguments,
     add_verbose_argument,
     choice_list,
+    int_list,
+    int_range,
+    limit_or_all,
     positive_int,
     report_error,
     start_command,
@@ -50,7 +54,14 @@ from frames_dspy.lm import LMSetupError
 from frames_dspy.run_folder import RunFolder
 from frames_dspy.runner import RunAborted
 from frames_dspy.session import open_session
-from optimize.config import SAMPLERS, STUDY_KEYS, CompileConfig, CompileResult, NoCompleteTrials
+from optimize.config import (
+    COMPILE_EXAMPLES,
+    SAMPLERS,
+    STUDY_KEYS,
+    CompileConfig,
+    CompileResult,
+    NoCompleteTrials,
+)
 from optimize.cost import estimate_cost
 from optimize.final import CompileRun, final_stage, trial_line
 from optimize.optimizers import OPTIMIZER_HELP, OPTIMIZERS
@@ -60,7 +71,6 @@ from optimize.study import (
     OBJECTIVES,
     PROMPTS,
     Objective,
-    SearchSpace,
     SurplusTrial,
     count_active,
     reap_dead_local_trials,
@@ -83,6 +93,7 @@ def run_compile(
     *,
     lm: dspy.BaseLM | None = None,
     judge_lm: dspy.BaseLM | None = None,
+    teacher_lm: dspy.BaseLM | None = None,
     examples: list[dspy.Example] | None = None,
     store: ArticleStore | None = None,
     retriever=None,
@@ -103,12 +114,7 @@ def run_compile(
     config.validate()
     say = progress or (lambda line: logger.info("%s", line))
     rule = parse_pick(config.pick)
-    space = SearchSpace(
-        rounds=tuple(config.rounds),
-        k=tuple(config.k),
-        n_docs=tuple(config.n_docs),
-        prompts=tuple(config.prompts),
-    )
+    space = config.search_space()
     out = Path(config.out or Path("runs") / f"opt-{datetime.now():%Y%m%d-%H%M%S}")
     config.out = str(out)
     out.mkdir(parents=True, exist_ok=True)
@@ -142,6 +148,7 @@ def run_compile(
             "inflate trial scores; pass --judge-model for numbers to compare"
         )
     opt = config.optimizer_settings(embedded=session.model.embedded)
+    teacher_lm = teacher_lm or config.make_teacher()
 
     provenance = session.provenance(examples)
     settings = {key: getattr(config, key) for key in STUDY_KEYS}
@@ -189,7 +196,11 @@ def run_compile(
         "storage": redact(storage_url),
         "study_name": config.study_name,
         "search_space": space.as_dict(),
-        "models": {"program": provenance["lm_model"], "judge": provenance["judge_model"]},
+        "models": {
+            "program": provenance["lm_model"],
+            "judge": provenance["judge_model"],
+            "teacher": getattr(teacher_lm, "model", None),
+        },
         "seeds": {"split": config.seed, "sampler": sampler_seed, "optimizer": config.seed},
         "splits": {
             "train": len(splits.train),
@@ -222,6 +233,7 @@ def run_compile(
         sink=RunFolder(out / "dev_runs"),
         say=say,
         bars=progress is not None,
+        teacher_lm=teacher_lm,
     )
     budget = run.budget
     objective = Objective(
@@ -249,7 +261,12 @@ def run_compile(
             study.stop()
 
     stopped: str | None = None
-    with attached_callbacks(session.lm, budget), attached_callbacks(session.judge_lm, budget):
+    teacher_metered = attached_callbacks(teacher_lm, budget) if teacher_lm else nullcontext()
+    with (
+        attached_callbacks(session.lm, budget),
+        attached_callbacks(session.judge_lm, budget),
+        teacher_metered,
+    ):
         if new_trials > 0:
             study.optimize(
                 objective,
@@ -279,36 +296,11 @@ def run_compile(
 # --- the command line ---------------------------------------------------------------------------
 
 
-def _test_limit(text: str) -> int | None:
-    if text.strip().lower() in ("all", "none", "0"):
-        return None
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(
-            f"--test-limit {text!r} is not a number; give N or 'all'"
-        ) from None
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"--test-limit {value} must be at least 1 (or 'all')")
-    return value
-
-
 def _pick(text: str) -> str:
     try:
         return str(parse_pick(text))
     except ValueError as err:
         raise argparse.ArgumentTypeError(str(err)) from None
-
-
-def _int_range(text: str) -> tuple[int, int]:
-    try:
-        low, _, high = text.partition("-")
-        bounds = (int(low), int(high or low))
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"{text!r} is not a range like 1-5 or a number") from None
-    if not 1 <= bounds[0] <= bounds[1]:
-        raise argparse.ArgumentTypeError(f"range {text!r} must satisfy 1 <= low <= high")
-    return bounds
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -336,30 +328,7 @@ def build_parser() -> argparse.ArgumentParser:
             "command), trials.csv, pareto.md, pareto.png, program.json, test_score.json,\n"
             "test_run/ (an evaluate run folder), dev_runs/ (every dev answer of every trial)."
         ),
-        epilog=(
-            "examples:\n"
-            "  # a quick look with the embedded model (offline)\n"
-            "  python -m optimize.compile --train 4 --dev 6 --trials 6 --test-limit 10 \\\n"
-            "      --context-tokens 800 --out runs/opt-small\n"
-            "  # an API model, a stronger judge, MIPROv2 on the chosen configuration;\n"
-            "  # after an interruption, run the same command again to resume\n"
-            "  python -m optimize.compile --model openai/gpt-4o-mini --judge-model "
-            "openai/gpt-4o \\\n"
-            "      --trials 30 --optimizer mipro --threads 8 --max-lm-calls 20000 "
-            "--out runs/opt-4o\n"
-            "  # extra workers (same settings) sharing a PostgreSQL study from other machines\n"
-            "  python -m optimize.compile --model openai/gpt-4o-mini --judge-model "
-            "openai/gpt-4o \\\n"
-            "      --trials 30 --storage postgresql://u:pw@db/optuna --study-name frames-4o "
-            "--workers-only\n"
-            "  # the same study, a cheaper pick: no new trials, only the final step reruns\n"
-            "  python -m optimize.compile --model openai/gpt-4o-mini --judge-model "
-            "openai/gpt-4o \\\n"
-            "      --trials 30 --optimizer mipro --out runs/opt-4o --pick "
-            "cheapest-within:0.02\n\n"
-            "exit status: 0 done (or stopped cleanly by --max-lm-calls/--timeout), 1 no trial\n"
-            "completed, 2 bad input or an LM that cannot run, 130 interrupted."
-        ),
+        epilog=COMPILE_EXAMPLES,
     )
     add_model_arguments(parser, defaults)
     add_data_arguments(parser, defaults)
@@ -378,7 +347,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     split.add_argument(
         "--test-limit",
-        type=_test_limit,
+        type=limit_or_all("--test-limit"),
         default=defaults.test_limit,
         help="test questions scored at the end: the first N of the test split (~780 "
         "questions with the defaults), or 'all' (default %(default)s)",
@@ -392,16 +361,16 @@ def build_parser() -> argparse.ArgumentParser:
     search = parser.add_argument_group("search")
     search.add_argument(
         "--rounds",
-        type=_int_range,
+        type=int_range,
         default=defaults.rounds,
         help="range of rounds to search, e.g. 1-3 or 2 (default 1-5)",
     )
     search.add_argument(
-        "--k", type=_int_range, default=defaults.k, help="range of queries per round (default 1-5)"
+        "--k", type=int_range, default=defaults.k, help="range of queries per round (default 1-5)"
     )
     search.add_argument(
         "--n-docs",
-        type=_int_range,
+        type=int_range,
         default=defaults.n_docs,
         help="range of articles per query (default 1-10)",
     )
@@ -456,6 +425,21 @@ def build_parser() -> argparse.ArgumentParser:
         action="store_false",
         help="do not use the question itself as one of each round's queries",
     )
+    search.add_argument(
+        "--search-question-query",
+        action="store_true",
+        help="search whether the question is one of each round's queries (both ways)",
+    )
+    for flag, what in (
+        ("--found-tokens", "found-articles view budgets"),
+        ("--lead-chars", "lead lengths"),
+    ):
+        search.add_argument(
+            flag,
+            type=int_list(flag),
+            default=getattr(defaults, flag[2:].replace("-", "_")),
+            help=f"query writer's {what} to try, comma-separated (default %(default)s)",
+        )
     search.add_argument("--cot", action="store_true", help="answer with chain of thought")
     prompts = parser.add_argument_group("prompt optimisation")
     prompts.add_argument(
@@ -463,6 +447,12 @@ def build_parser() -> argparse.ArgumentParser:
         choices=list(OPTIMIZERS),
         default=defaults.optimizer,
         help=OPTIMIZER_HELP + " (default %(default)s)",
+    )
+    prompts.add_argument(
+        "--teacher-model",
+        default=None,
+        help="LM (as --model) that bootstraps demos (bootstrap-rs, mipro) and writes the "
+        "optimizers' prompts, instead of the program's model and the judge; e.g. local-1.5b",
     )
     prompts.add_argument(
         "--optimize-in-trials",

@@ -6,18 +6,55 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import dspy
+
+from frames_dspy.lm import make_lm
 from frames_dspy.session import SESSION_KEYS, ModelDataSettings
 from optimize.optimizers import OPTIMIZERS, OptimizerSettings
 from optimize.pareto import parse_pick
-from optimize.study import OBJECTIVES, PROMPTS
+from optimize.study import OBJECTIVES, PROMPTS, SearchSpace
 
-__all__ = ["SAMPLERS", "STUDY_KEYS", "CompileConfig", "CompileResult", "NoCompleteTrials"]
+__all__ = [
+    "COMPILE_EXAMPLES",
+    "SAMPLERS",
+    "STUDY_KEYS",
+    "CompileConfig",
+    "CompileResult",
+    "NoCompleteTrials",
+]
 
 
 SAMPLERS = ("tpe", "nsga2", "random")
 
 #: Settings that change what a trial's numbers mean: a study resumes only when they match.
 STUDY_KEYS = (*SESSION_KEYS, "train", "dev", "seed", "include_question", "cot", "objective")
+
+
+#: The examples and exit statuses ``python -m optimize.compile --help`` ends with.
+COMPILE_EXAMPLES = (
+    "examples:\n"
+    "  # a quick look with the embedded model (offline)\n"
+    "  python -m optimize.compile --train 4 --dev 6 --trials 6 --test-limit 10 \\\n"
+    "      --context-tokens 800 --out runs/opt-small\n"
+    "  # an API model, a stronger judge, MIPROv2 on the chosen configuration;\n"
+    "  # after an interruption, run the same command again to resume\n"
+    "  python -m optimize.compile --model openai/gpt-4o-mini --judge-model "
+    "openai/gpt-4o \\\n"
+    "      --trials 30 --optimizer mipro --threads 8 --max-lm-calls 20000 "
+    "--out runs/opt-4o\n"
+    "  # extra workers (same settings) sharing a PostgreSQL study from other machines\n"
+    "  python -m optimize.compile --model openai/gpt-4o-mini --judge-model "
+    "openai/gpt-4o \\\n"
+    "      --trials 30 --storage postgresql://u:pw@db/optuna --study-name frames-4o "
+    "--workers-only\n"
+    "  # the same study, a cheaper pick: no new trials, only the final step reruns\n"
+    "  python -m optimize.compile --model openai/gpt-4o-mini --judge-model "
+    "openai/gpt-4o \\\n"
+    "      --trials 30 --optimizer mipro --out runs/opt-4o --pick "
+    "cheapest-within:0.02\n\n"
+    "exit status: 0 done (or stopped cleanly by --max-lm-calls/--timeout), 1 no trial\n"
+    "completed, 2 bad input or an LM that cannot run, 130 interrupted."
+)
 
 
 class NoCompleteTrials(RuntimeError):
@@ -45,6 +82,11 @@ class CompileConfig(ModelDataSettings):
         objective: What trials maximise and the DSPy optimizer optimises: ``accuracy``,
             ``recall`` or ``accuracy+recall`` (see :data:`optimize.study.OBJECTIVES`).
         optimizer: One of :data:`optimize.optimizers.OPTIMIZERS`.
+        teacher_model: An LM spec (as ``--model``) that bootstraps demos (bootstrap-rs,
+            MIPROv2: DSPy's ``teacher_settings``) and writes the optimizers' prompts
+            (MIPROv2's ``prompt_model``, GEPA's reflection, SIMBA's rules); None leaves
+            bootstrapping to the program's model and prompt writing to the judge's. It is
+            never the judge.
         optimize_in_trials: Compile prompts inside every trial instead of once at the end.
         optimizer_budget: A small explicit budget instead of the optimizer's preset (MIPROv2
             trials, GEPA metric calls, SIMBA steps).
@@ -55,7 +97,10 @@ class CompileConfig(ModelDataSettings):
         workers_only: Run trials only (no pick, compile or test): for extra workers.
         max_lm_calls: Stop cleanly once this process has made this many LM calls.
         context_tokens: Article budget of the answer prompt; None derives it from the model.
-        include_question, cot: MultiHop options fixed for the whole study.
+        include_question, cot: MultiHop options fixed for the whole study
+            (``search_question_query`` makes the study try the question as a query both ways).
+        found_tokens, lead_chars: Choices the study tries for the query writer's view of the
+            articles found so far: its token budget, and the characters of each lead.
         threads: Questions scored in parallel.
         out: Output folder; None means ``runs/opt-<timestamp>``.
     """
@@ -71,9 +116,13 @@ class CompileConfig(ModelDataSettings):
     k: tuple[int, int] = (1, 5)
     n_docs: tuple[int, int] = (1, 10)
     prompts: tuple[str, ...] = PROMPTS
+    search_question_query: bool = False
+    found_tokens: tuple[int, ...] = (1000,)
+    lead_chars: tuple[int, ...] = (120,)
     pick: str = "best"
     objective: str = "accuracy+recall"
     optimizer: str = "none"
+    teacher_model: str | None = None
     optimize_in_trials: bool = False
     max_demos: int = 2
     demo_chars: int = 1500
@@ -145,6 +194,31 @@ class CompileConfig(ModelDataSettings):
                 raise ValueError(message)
         parse_pick(self.pick)
         self.optimizer_settings(embedded=False)
+
+    def search_space(self) -> SearchSpace:
+        """The study's search space these settings describe."""
+        return SearchSpace(
+            rounds=tuple(self.rounds),
+            k=tuple(self.k),
+            n_docs=tuple(self.n_docs),
+            prompts=tuple(self.prompts),
+            question_query=(True, False)
+            if self.search_question_query
+            else (self.include_question,),
+            found_tokens=tuple(self.found_tokens),
+            lead_chars=tuple(self.lead_chars),
+        )
+
+    def make_teacher(self) -> dspy.BaseLM | None:
+        """The ``--teacher-model`` LM (built like the program's), or None without one."""
+        if not self.teacher_model:
+            return None
+        return make_lm(
+            self.teacher_model,
+            temperature=self.temperature,
+            max_tokens=self.max_tokens,
+            timeout=self.lm_timeout,
+        )
 
     def optimizer_settings(self, *, embedded: bool) -> OptimizerSettings:
         """The optimizer's settings; ``embedded`` says whether the program model runs in

@@ -12,7 +12,14 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from statistics import mean
 
-from frames_dspy.cost import ASSUMPTIONS, JUDGE_OUTPUT, JUDGE_PROMPT, multihop_cost
+from frames_dspy.cost import (
+    ANSWER_OUTPUT,
+    ANSWER_PROMPT,
+    ASSUMPTIONS,
+    JUDGE_OUTPUT,
+    JUDGE_PROMPT,
+    multihop_cost,
+)
 from optimize.optimizers import OptimizerSettings, rough_calls
 from optimize.study import SearchSpace
 
@@ -29,7 +36,7 @@ def question_cost(
         params["n_docs"],
         params["prompt"],
         context_tokens=context_tokens,
-        include_question=include_question,
+        include_question=bool(params.get("question_query", include_question)),
     )
     return cost.calls, cost.tokens
 
@@ -111,16 +118,22 @@ def estimate_cost(
         question_cost(p, context_tokens=context_tokens, include_question=include_question)
         for p in space.configurations()
     ]
-    judge_tokens = JUDGE_PROMPT + JUDGE_OUTPUT
-    mean_calls = mean(c for c, _ in costs) + 1
+    program_calls = mean(c for c, _ in costs)  # answer call included, as rough_calls counts
+    judge_calls, judge_tokens = 1, JUDGE_PROMPT + JUDGE_OUTPUT
+    if optimizer.objective == "recall":
+        # A recall compile runs the query writer alone on dev and test: no answer, no judge.
+        answer = ANSWER_PROMPT + context_tokens + ANSWER_OUTPUT
+        costs = [(c - 1, t - answer) for c, t in costs]
+        judge_calls = judge_tokens = 0
+    mean_calls = mean(c for c, _ in costs) + judge_calls
     mean_tokens = mean(t for _, t in costs) + judge_tokens
-    max_calls = max(c for c, _ in costs) + 1
+    max_calls = max(c for c, _ in costs) + judge_calls
     max_tokens = max(t for _, t in costs) + judge_tokens
-    tokens_per_call = mean_tokens / mean_calls
+    tokens_per_call = mean_tokens / mean_calls if mean_calls else 0.0
     estimate = CostEstimate(
         per_question_mean=(mean_calls, mean_tokens), per_question_max=(max_calls, max_tokens)
     )
-    compile_calls = rough_calls(optimizer, n_train=n_train, calls_per_q=mean_calls - 1)
+    compile_calls = rough_calls(optimizer, n_train=n_train, calls_per_q=program_calls)
     study_calls = trials * n_dev * mean_calls
     note = f"{trials} trial(s) x {n_dev} dev questions"
     if optimize_in_trials and optimizer.name != "none":

@@ -8,6 +8,7 @@ optionally optimises its prompts on train (kept only if dev accuracy does not dr
 
 from __future__ import annotations
 
+import copy
 import json
 import logging
 import shlex
@@ -29,6 +30,7 @@ from frames_dspy.files import atomic_write_json, sha256_file
 from frames_dspy.programs import build_program, save_program
 from frames_dspy.run_folder import RunFolder
 from frames_dspy.session import Session
+from frames_dspy.stats import paired_bootstrap_ci
 from frames_dspy.tracking import log_study
 from optimize.config import CompileConfig, CompileResult, NoCompleteTrials
 from optimize.optimizers import OptimizerSettings, compile_program
@@ -46,7 +48,7 @@ from optimize.study import score_program, trial_spec
 
 logger = logging.getLogger(__name__)
 
-__all__ = ["CompileRun", "final_stage", "trial_line", "reproduce_command"]
+__all__ = ["CompileRun", "final_stage", "trial_line", "reproduce_command", "paired_dev_check"]
 
 
 @dataclass
@@ -62,6 +64,7 @@ class CompileRun:
         sink: The run folder of every dev question (``dev_runs/``).
         say: Where progress lines go.
         bars: Whether the test evaluation shows progress bars.
+        teacher_lm: The ``--teacher-model`` LM, or None.
     """
 
     config: CompileConfig
@@ -74,6 +77,7 @@ class CompileRun:
     sink: RunFolder
     say: Callable[[str], None]
     bars: bool = False
+    teacher_lm: dspy.BaseLM | None = None
 
     def compile(self, program: dspy.Module, trainset: Sequence[dspy.Example]) -> dspy.Module:
         """Optimise ``program``'s prompts on ``trainset`` with the configured optimizer."""
@@ -83,12 +87,19 @@ class CompileRun:
             settings=self.opt,
             autorater=self.session.autorater,
             lm=self.session.lm,
-            prompt_lm=self.session.judge_lm,
+            prompt_lm=self.teacher_lm or self.session.judge_lm,
+            teacher_lm=self.teacher_lm,
             store=self.session.store,
         )
 
     def score(self, program: dspy.Module, examples: Sequence[dspy.Example], *, label: str):
-        """Run and judge ``program`` on ``examples`` (dev answers go to ``sink``)."""
+        """Run and judge ``program`` on ``examples`` (dev answers go to ``sink``).
+
+        For the recall objective only the retrieval half runs (no answer or judge call).
+        """
+        if self.config.objective == "recall":
+            program = copy.copy(program)
+            program.answer_step = False
         return score_program(
             program,
             examples,
@@ -103,7 +114,13 @@ class CompileRun:
 
 
 def _label(params: dict[str, Any]) -> str:
-    return trial_spec(params).describe().removeprefix("multihop ")
+    spec = trial_spec(params)
+    label = spec.describe().removeprefix("multihop ")
+    if "found_tokens" in params:
+        label += f" f{spec.found_tokens} l{spec.lead_chars}" + (
+            "" if spec.include_question else " -q"
+        )
+    return label
 
 
 def trial_line(trial: FrozenTrial) -> str:
@@ -111,7 +128,7 @@ def trial_line(trial: FrozenTrial) -> str:
     a = trial.user_attrs
     if a.get("surplus"):
         return f"trial {trial.number:>3}  skipped: the study already holds its trials"
-    label = _label(trial.params) if len(trial.params) == 4 else "?"
+    label = _label(trial.params) if "prompt" in trial.params else "?"
     if trial.state == TrialState.COMPLETE:
         acc, recall = a.get("accuracy", trial.values[0]), a.get("recall")
         line = (
@@ -147,6 +164,8 @@ def reproduce_command(config: CompileConfig, out: Path) -> str:
     ]
     if config.test_limit is not None:
         args += ["--limit", str(config.test_limit)]
+    if config.objective == "recall":
+        args.append("--retrieval-only")
     args += ["--model", config.model]
     for flag, value in (
         ("--api-base", config.api_base),
@@ -172,6 +191,45 @@ def reproduce_command(config: CompileConfig, out: Path) -> str:
         str(out / "test_rerun"),
     ]
     return shlex.join(args)
+
+
+def _question_value(record: dict[str, Any], objective: str, n: int) -> float:
+    recall = record.get("recall")
+    final = float(recall[-1]) if recall else 0.0
+    correct = 1.0 if record.get("correct") is True else 0.0
+    if objective == "recall":
+        return final
+    if objective == "accuracy+recall":
+        return correct + final / (n + 1)
+    return correct
+
+
+def paired_dev_check(
+    before: Sequence[dict[str, Any]], after: Sequence[dict[str, Any]], objective: str
+) -> dict[str, Any] | None:
+    """Compare two runs of the same dev questions, paired by question.
+
+    Args:
+        before, after: Dev records (the uncompiled trial's, the compiled program's).
+        objective: Which per-question value to compare (see ``optimize.study.OBJECTIVES``).
+
+    Returns:
+        ``n`` paired questions, the mean difference ``after - before`` and its paired
+        bootstrap 95% interval (:func:`frames_dspy.stats.paired_bootstrap_ci`, seed 0); None
+        when the two runs share no question (e.g. the trial ran in another worker's folder).
+    """
+    n = max(len(before), len(after), 1)
+    first = {r["id"]: _question_value(r, objective, n) for r in before}
+    second = {r["id"]: _question_value(r, objective, n) for r in after}
+    ids = sorted(set(first) & set(second))
+    if not ids:
+        return None
+    a, b = [first[i] for i in ids], [second[i] for i in ids]
+    return {
+        "n": len(ids),
+        "diff": sum(b) / len(ids) - sum(a) / len(ids),
+        "ci95": paired_bootstrap_ci(a, b),
+    }
 
 
 def _prepare_test_dir(test_dir: Path, program_sha: str) -> None:
@@ -268,12 +326,22 @@ def final_stage(
                 dev_tokens_per_q_after=round(score.tokens_per_q, 1) if score.complete else None,
             )
             # The trial's dev score won the search, so it flatters the uncompiled program a
-            # little; a compiled program that still does at least as well is kept.
-            if score.complete and after >= chosen.values[0]:
+            # little; the compiled program is kept unless a paired test on the same dev
+            # questions says it is lower (a raw comparison on a few questions is noise).
+            trial_records = [
+                r
+                for r in run.sink.records()
+                if r["condition"] == f"trial-{chosen.user_attrs.get('duplicate_of', chosen.number)}"
+            ]
+            paired = paired_dev_check(trial_records, score.records, metric)
+            compiled_info["dev_paired"] = paired
+            lower = paired["ci95"][1] < 0 if paired else after < chosen.values[0]
+            how = "paired 95% interval" if paired else "raw dev score"
+            if score.complete and not lower:
                 program = compiled
-                compiled_info["compiled"] = f"kept (dev {metric} not lower)"
+                compiled_info["compiled"] = f"kept (dev {metric} not lower: {how})"
             elif score.complete:
-                compiled_info["compiled"] = f"discarded (lower dev {metric} than uncompiled)"
+                compiled_info["compiled"] = f"discarded (lower dev {metric}: {how})"
             else:
                 compiled_info["compiled"] = "discarded (--max-lm-calls reached while re-scoring)"
                 result.stopped = result.stopped or f"--max-lm-calls {config.max_lm_calls} reached"
@@ -339,6 +407,7 @@ def final_stage(
             threads=config.threads,
             out=str(test_dir),
             seed=config.seed,
+            retrieval_only=config.objective == "recall",
         )
         summary = run_evaluation(
             eval_config,
@@ -358,6 +427,7 @@ def final_stage(
             "judge_errors": summary["judge_errors"],
             "program_errors": summary["program_errors"],
             "tokens_per_question": summary["tokens_per_question"],
+            "recall_by_round": summary["recall_by_round"],
             "lm_calls_per_question": summary["lm_calls_per_question"],
             "seconds_per_question": summary["seconds_per_question"],
             "test_limit": config.test_limit,

@@ -19,6 +19,7 @@ from typing import Any
 import dspy
 
 from frames_dspy.judge.autorater import Autorater
+from optimize.gold_demos import with_gold_demos
 
 logger = logging.getLogger(__name__)
 
@@ -40,13 +41,16 @@ OPTIMIZERS = {
     "mipro": "dspy.MIPROv2, auto='light' (instructions, and demos unless instructions-only)",
     "gepa": "dspy.GEPA, auto='light' (reflective instruction evolution with judge feedback)",
     "simba": "dspy.SIMBA (self-reflective rules, and demos unless instructions-only)",
+    "gold-demos": "dspy.LabeledFewShot with query-writer demos built from the train split's "
+    "gold articles (the titles still missing each round; no LM call)",
 }
 
 #: ``--optimizer``'s help: the choices, and which model writes the optimizers' prompts.
 OPTIMIZER_HELP = (
     "; ".join(f"{name}: {what}" for name, what in OPTIMIZERS.items())
     + ". The optimizer's own prompt writing (MIPROv2's proposals, GEPA's reflection, SIMBA's "
-    "rules) uses --judge-model: name a stronger one there"
+    "rules) uses --teacher-model if given, else --judge-model; bootstrap-rs and MIPROv2 also "
+    "bootstrap their demos with --teacher-model"
 )
 
 
@@ -86,10 +90,10 @@ class OptimizerSettings:
             )
         if self.max_demos < 0:
             raise ValueError(f"max_demos={self.max_demos} must be >= 0")
-        if self.name == "bootstrap-rs" and self.max_demos == 0:
+        if self.name in ("bootstrap-rs", "gold-demos") and self.max_demos == 0:
             raise ValueError(
-                "bootstrap-rs only adds demos, so max_demos=0 would leave the program unchanged; "
-                "set --max-demos 1 or more, or choose --optimizer mipro/gepa/simba"
+                f"{self.name} only adds demos, so max_demos=0 would leave the program "
+                "unchanged; set --max-demos 1 or more, or choose --optimizer mipro/gepa/simba"
             )
         if self.demo_chars < 100:
             raise ValueError(f"demo_chars={self.demo_chars} is too small (at least 100)")
@@ -235,6 +239,7 @@ def compile_program(
     autorater: Autorater,
     lm: dspy.BaseLM,
     prompt_lm: dspy.BaseLM | None = None,
+    teacher_lm: dspy.BaseLM | None = None,
     store=None,
 ) -> dspy.Module:
     """Optimise ``program``'s prompts on ``trainset`` with the chosen DSPy optimizer.
@@ -248,8 +253,10 @@ def compile_program(
         prompt_lm: The LM that writes prompts for the optimizer: MIPROv2's instruction
             proposer, GEPA's reflection, SIMBA's rules and advice (default ``lm``). A small
             program model writes poor prompts (the 0.5B model's SIMBA advice does not parse);
-            ``optimize.compile`` passes the judge model here, so ``--judge-model`` names a
-            stronger one.
+            ``optimize.compile`` passes ``--teacher-model`` here, else the judge model.
+        teacher_lm: The LM that runs the program while bootstrap-rs and MIPROv2 bootstrap
+            demos (DSPy's ``teacher_settings``); None bootstraps with ``lm``. The demos it
+            writes are then shown to ``lm``.
         store: Article store, for recall and for GEPA's retrieval feedback.
 
     Returns:
@@ -269,7 +276,9 @@ def compile_program(
         student = copy.deepcopy(program)
         student.answer_step = False
         student.answer = None
-    compiled = _run_optimizer(student, trainset, settings, autorater, lm, prompt_lm, store)
+    compiled = _run_optimizer(
+        student, trainset, settings, autorater, lm, prompt_lm, store, teacher_lm=teacher_lm
+    )
     if retrieval_only:
         compiled.answer = copy.deepcopy(program.answer)
         compiled.answer_step = True
@@ -284,12 +293,17 @@ def _query_writer_only(program: dspy.Module) -> bool:
     return "answer" in names and any("generate" in name for name in names)
 
 
-def _run_optimizer(program, trainset, settings, autorater, lm, prompt_lm, store):
+def _run_optimizer(program, trainset, settings, autorater, lm, prompt_lm, store, *, teacher_lm):
     prompt_lm = prompt_lm or lm
+    teacher = {"teacher_settings": {"lm": teacher_lm}} if teacher_lm is not None else {}
     name = settings.name
     demos = settings.demos
     threads = max(1, settings.threads)
     metric = ObjectiveMetric(settings.objective, autorater, store, n=len(trainset))
+    if name == "gold-demos":
+        if store is None:
+            raise ValueError("--optimizer gold-demos needs the article store (the gold articles)")
+        return with_gold_demos(program, trainset, store, demos=demos, seed=settings.seed)
     with dspy.context(lm=lm):
         if name == "bootstrap-rs":
             optimizer = dspy.BootstrapFewShotWithRandomSearch(
@@ -298,6 +312,7 @@ def _run_optimizer(program, trainset, settings, autorater, lm, prompt_lm, store)
                 max_labeled_demos=0,
                 num_candidate_programs=settings.candidates,
                 num_threads=threads,
+                **teacher,
             )
             compiled = optimizer.compile(program, trainset=trainset)
         elif name == "mipro":
@@ -316,6 +331,7 @@ def _run_optimizer(program, trainset, settings, autorater, lm, prompt_lm, store)
                 seed=settings.seed,
                 verbose=False,
                 track_stats=False,
+                **teacher,
                 **sized,
             )
             extra = (
@@ -376,7 +392,7 @@ def rough_calls(settings: OptimizerSettings, *, n_train: int, calls_per_q: float
     if settings.objective == "recall" and calls_per_q > 1:
         per_q = calls_per_q - 1
     n = max(n_train, 1)
-    if settings.name == "none":
+    if settings.name in ("none", "gold-demos"):
         return 0.0
     if settings.name == "bootstrap-rs":
         return per_q * n * (2 * settings.candidates + 3)

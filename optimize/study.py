@@ -70,12 +70,22 @@ OBJECTIVES = {
 
 @dataclass(frozen=True)
 class SearchSpace:
-    """Inclusive integer ranges for the MultiHop knobs, and the prompts to try."""
+    """Inclusive integer ranges for the MultiHop knobs, and the choices for the others.
+
+    ``rounds``, ``k`` and ``n_docs`` are ranges; ``prompts`` (vanilla, planning),
+    ``question_query`` (whether the question is one of each round's queries),
+    ``found_tokens`` (the budget of the found-articles view the query writer reads) and
+    ``lead_chars`` (how much of each article's opening it shows) are lists of choices; a
+    one-item list fixes that knob.
+    """
 
     rounds: tuple[int, int] = (1, 5)
     k: tuple[int, int] = (1, 5)
     n_docs: tuple[int, int] = (1, 10)
     prompts: tuple[str, ...] = PROMPTS
+    question_query: tuple[bool, ...] = (True,)
+    found_tokens: tuple[int, ...] = (1000,)
+    lead_chars: tuple[int, ...] = (120,)
 
     def __post_init__(self):
         for name in ("rounds", "k", "n_docs"):
@@ -85,6 +95,13 @@ class SearchSpace:
         unknown = [p for p in self.prompts if p not in PROMPTS]
         if unknown or not self.prompts:
             raise ValueError(f"unknown prompt(s) {unknown}; choose from {list(PROMPTS)}")
+        for name in ("question_query", "found_tokens", "lead_chars"):
+            if not getattr(self, name):
+                raise ValueError(f"search choices for {name} must not be empty")
+        for name in ("found_tokens", "lead_chars"):
+            bad = [v for v in getattr(self, name) if isinstance(v, bool) or v < 1]
+            if bad:
+                raise ValueError(f"search choices {name}={bad} must be whole numbers >= 1")
 
     def suggest(self, trial: optuna.Trial) -> dict[str, Any]:
         """Ask the trial for one configuration (parameter names as stored in the study)."""
@@ -93,6 +110,11 @@ class SearchSpace:
             "k": trial.suggest_int("k", *self.k),
             "n_docs": trial.suggest_int("n_docs", *self.n_docs),
             "prompt": trial.suggest_categorical("prompt", list(self.prompts)),
+            "question_query": trial.suggest_categorical(
+                "question_query", list(self.question_query)
+            ),
+            "found_tokens": trial.suggest_categorical("found_tokens", list(self.found_tokens)),
+            "lead_chars": trial.suggest_categorical("lead_chars", list(self.lead_chars)),
         }
 
     def configurations(self) -> Iterator[dict[str, Any]]:
@@ -101,7 +123,16 @@ class SearchSpace:
             for k in range(self.k[0], self.k[1] + 1):
                 for n_docs in range(self.n_docs[0], self.n_docs[1] + 1):
                     for prompt in self.prompts:
-                        yield {"rounds": rounds, "k": k, "n_docs": n_docs, "prompt": prompt}
+                        for question_query in self.question_query:
+                            yield {
+                                "rounds": rounds,
+                                "k": k,
+                                "n_docs": n_docs,
+                                "prompt": prompt,
+                                "question_query": question_query,
+                                "found_tokens": self.found_tokens[0],
+                                "lead_chars": self.lead_chars[0],
+                            }
 
     def as_dict(self) -> dict[str, Any]:
         return {
@@ -109,6 +140,9 @@ class SearchSpace:
             "k": list(self.k),
             "n_docs": list(self.n_docs),
             "prompts": list(self.prompts),
+            "question_query": list(self.question_query),
+            "found_tokens": list(self.found_tokens),
+            "lead_chars": list(self.lead_chars),
         }
 
 
@@ -119,16 +153,22 @@ def trial_spec(
     cot: bool = False,
     context_tokens: int | None = None,
 ) -> ProgramSpec:
-    """The program spec for a trial's parameters."""
+    """The program spec for a trial's parameters.
+
+    ``include_question`` applies when the trial did not choose ``question_query`` (a study
+    made before that was searched); the found view keeps the program's defaults likewise.
+    """
     return ProgramSpec(
         "multihop",
         rounds=int(params["rounds"]),
         k=int(params["k"]),
         n_docs=int(params["n_docs"]),
         planning=params["prompt"] == "planning",
-        include_question=include_question,
+        include_question=bool(params.get("question_query", include_question)),
         cot=cot,
         context_tokens=context_tokens,
+        found_tokens=params.get("found_tokens"),
+        lead_chars=params.get("lead_chars"),
     )
 
 
@@ -399,6 +439,10 @@ class Objective:
         if self.compile_fn is not None:
             program = self.compile_fn(program, self.train)
             trial.set_user_attr("program_state", json.dumps(program.dump_state(), default=str))
+        if self.objective == "recall":
+            # Recall cannot depend on the answer: score the retrieval half alone (no answer
+            # call, so no judge call either).
+            program.answer_step = False
         score = score_program(
             program,
             self.dev,

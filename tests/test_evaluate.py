@@ -376,13 +376,74 @@ def test_an_lm_setup_error_stops_the_run(data, tmp_path):
 
 
 def test_run_evaluation_rejects_an_unknown_condition(data, tmp_path):
-    with pytest.raises(ValueError, match=r"unknown condition\(s\) \['bm25-3'\]") as info:
+    with pytest.raises(ValueError, match=r"unknown condition 'bm25'") as info:
         run_evaluation(
-            config_for(data, tmp_path / "run", conditions=["naive", "bm25-3"]),
+            config_for(data, tmp_path / "run", conditions=["naive", "bm25"]),
             lm=program_lm(),
             judge_lm=judge(),
         )
     assert "multistep-planning" in str(info.value)
+    assert "bm25-N" in str(info.value)
+
+
+@pytest.mark.parametrize("name", ["bm25-0", "bm25-x", "bm25--2", "bm25-1.5"])
+def test_run_evaluation_rejects_a_bad_bm25_n(data, tmp_path, name):
+    with pytest.raises(ValueError, match=r"N in bm25-N must be a whole number of at least 1"):
+        run_evaluation(
+            config_for(data, tmp_path / "run", conditions=[name]),
+            lm=program_lm(),
+            judge_lm=judge(),
+        )
+
+
+def test_bm25_n_retrieves_n_articles_for_the_question(data, tmp_path):
+    out = tmp_path / "run"
+    summary = run_evaluation(
+        config_for(data, out, conditions=["bm25-3", "bm25-1"]),
+        lm=program_lm(),
+        judge_lm=judge(),
+        progress=False,
+    )
+    assert set(summary) == {"bm25-3", "bm25-1"}
+    records = [json.loads(line) for line in lines_of(out)]
+    found = {(r["condition"], r["id"]): r["context_ids"] for r in records}
+    for record in records:
+        assert record["queries"] == [[record["question"]]]
+    for i in range(3):
+        one, three = found["bm25-1", i], found["bm25-3", i]
+        # The tiny corpus may hold fewer than 3 articles that match a question at all.
+        assert len(one[0]) == 1 and 1 < len(three[0]) <= 3
+        assert three[0][0] == one[0][0]
+    config = json.loads((out / "config.json").read_text())
+    assert config["programs"]["bm25-3"]["n_docs"] == 3
+
+
+def test_retrieval_only_makes_no_answer_or_judge_call(data, tmp_path):
+    out = tmp_path / "run"
+    lm, judge_lm = program_lm(), judge()
+    summary = run_evaluation(
+        config_for(data, out, conditions=["bm25-2", "multistep-vanilla"], retrieval_only=True),
+        lm=lm,
+        judge_lm=judge_lm,
+        progress=False,
+    )
+    records = [json.loads(line) for line in lines_of(out)]
+    assert {r["answer"] for r in records} == {""}
+    assert all(r["judge_method"] == "empty" for r in records)
+    assert judge_lm.history == []
+    # Only the query writer ran: two rounds, one call each, three questions.
+    assert len(lm.history) == 6
+    assert all("[[ ## answer ## ]]" not in str(h["messages"]) for h in lm.history)
+    assert len(summary["multistep-vanilla"]["recall_by_round"]) == 2
+
+
+def test_retrieval_only_rejects_naive(data, tmp_path):
+    with pytest.raises(ValueError, match="drop naive"):
+        run_evaluation(
+            config_for(data, tmp_path / "run", conditions=["naive"], retrieval_only=True),
+            lm=program_lm(),
+            judge_lm=judge(),
+        )
 
 
 def wrong_shape_program(path: Path) -> Path:
@@ -451,10 +512,17 @@ def no_real_lm(monkeypatch):
 def test_main_unknown_condition(data, capsys, no_real_lm, monkeypatch, tmp_path):
     monkeypatch.chdir(tmp_path)
     code, _, err = call_main(
-        ["--conditions", "naive,bm25-3", "--dataset", str(data["dataset"])], capsys
+        ["--conditions", "naive,bm25-three", "--dataset", str(data["dataset"])], capsys
     )
     assert code == 2
-    assert "bm25-3" in err
+    assert "bm25-three" in err
+    assert "N in bm25-N must be a whole number of at least 1" in err
+    assert "Traceback" not in err
+    assert no_real_lm == []
+    code, _, err = call_main(
+        ["--conditions", "bm25,naive", "--dataset", str(data["dataset"])], capsys
+    )
+    assert code == 2
     assert "naive, bm25-2, bm25-4, oracle, multistep-vanilla, multistep-planning" in err
     assert no_real_lm == []
 

@@ -91,3 +91,17 @@ def test_the_estimate_adds_up_and_says_what_it_assumes():
     assert lines[-2].lstrip().startswith("total")
     assert lines[-1].startswith("  assumptions:")
     assert small_estimate(trials=0).phases[0].calls == 0  # a finished study costs nothing more
+
+
+def test_a_recall_compile_is_priced_without_answers_or_verdicts():
+    space = SearchSpace(rounds=(2, 2), k=(2, 2), n_docs=(3, 3), prompts=("vanilla",))
+    kwargs = dict(space=space, trials=1, n_train=10, n_dev=40, n_test=60, context_tokens=2000)
+    recall = estimate_cost(
+        optimizer=OptimizerSettings(name="gold-demos", objective="recall"), **kwargs
+    )
+    judged = estimate_cost(optimizer=OptimizerSettings(name="gold-demos"), **kwargs)
+    # Two query calls per question (the question is one of the k=2 queries), nothing else.
+    assert recall.per_question_mean[0] == 2
+    assert judged.per_question_mean[0] == 4  # + the answer and the judge
+    assert recall.tokens < judged.tokens / 2
+    assert [p.calls for p in recall.phases] == [80, 80, 120]  # gold-demos itself calls no LM

@@ -29,6 +29,8 @@ from optuna.trial import TrialState
 
 from frames_dspy.accounting import CallBudget
 from frames_dspy.programs import ProgramSpec
+from optimize.compile import build_parser
+from optimize.config import CompileConfig
 from optimize.study import (
     DevScore,
     Objective,
@@ -163,14 +165,63 @@ def test_the_search_space_lists_every_configuration():
     space = SearchSpace(rounds=(1, 2), k=(2, 3), n_docs=(5, 5), prompts=("planning",))
     configurations = list(space.configurations())
     assert len(configurations) == 2 * 2 * 1 * 1
-    assert configurations[0] == {"rounds": 1, "k": 2, "n_docs": 5, "prompt": "planning"}
+    assert configurations[0] == {
+        "rounds": 1,
+        "k": 2,
+        "n_docs": 5,
+        "prompt": "planning",
+        "question_query": True,
+        "found_tokens": 1000,
+        "lead_chars": 120,
+    }
     assert space.as_dict() == {
         "rounds": [1, 2],
         "k": [2, 3],
         "n_docs": [5, 5],
         "prompts": ["planning"],
+        "question_query": [True],
+        "found_tokens": [1000],
+        "lead_chars": [120],
     }
     assert len(list(SearchSpace().configurations())) == 5 * 5 * 10 * 2
+    both = SearchSpace(question_query=(True, False), found_tokens=(100, 400), lead_chars=(60,))
+    assert len(list(both.configurations())) == 5 * 5 * 10 * 2 * 2
+
+
+@pytest.mark.parametrize(
+    "choices, message",
+    [
+        ({"found_tokens": ()}, "found_tokens must not be empty"),
+        ({"lead_chars": (0,)}, "lead_chars=[0] must be whole numbers >= 1"),
+        ({"question_query": ()}, "question_query must not be empty"),
+    ],
+)
+def test_bad_search_choices_are_refused(choices, message):
+    with pytest.raises(ValueError, match=re.escape(message)):
+        SearchSpace(**choices)
+
+
+def test_a_trial_can_choose_the_question_query_and_the_found_view():
+    spec = trial_spec(
+        {
+            "rounds": 2,
+            "k": 2,
+            "n_docs": 3,
+            "prompt": "vanilla",
+            "question_query": False,
+            "found_tokens": 200,
+            "lead_chars": 60,
+        },
+        include_question=True,
+    )
+    assert (spec.include_question, spec.found_tokens, spec.lead_chars) == (False, 200, 60)
+    args = build_parser().parse_args(
+        ["--found-tokens", "100,400", "--lead-chars", "60", "--search-question-query"]
+    )
+    config = CompileConfig(**{k: v for k, v in vars(args).items() if k not in ("quiet", "verbose")})
+    space = config.search_space()
+    assert space.found_tokens == (100, 400) and space.lead_chars == (60,)
+    assert space.question_query == (True, False)
 
 
 def test_a_trials_parameters_become_a_multihop_spec():
@@ -211,8 +262,19 @@ FIXED = {  # a search space with a single configuration
     "k": IntDistribution(1, 1),
     "n_docs": IntDistribution(1, 1),
     "prompt": CategoricalDistribution(["vanilla"]),
+    "question_query": CategoricalDistribution([True]),
+    "found_tokens": CategoricalDistribution([1000]),
+    "lead_chars": CategoricalDistribution([120]),
 }
-ONLY = {"rounds": 2, "k": 1, "n_docs": 1, "prompt": "vanilla"}
+ONLY = {
+    "rounds": 2,
+    "k": 1,
+    "n_docs": 1,
+    "prompt": "vanilla",
+    "question_query": True,
+    "found_tokens": 1000,
+    "lead_chars": 120,
+}
 
 
 def objective(budget: CallBudget, target: int = 5) -> Objective:

@@ -604,3 +604,55 @@ def test_load_program_rejects_files_not_written_by_frames_dspy(tmp_path):
         load_program(str(broken))
     with pytest.raises(ValueError, match="cannot read program file"):
         load_program(str(tmp_path / "missing.json"))
+
+
+def test_capitalised_phrases_are_the_named_things_in_a_question():
+    from frames_dspy.programs import capitalised_phrases
+
+    question = (
+        "Which President of the United States was born in the year Mount Rushmore's "
+        "sculptor visited France's capital, and Which president?"
+    )
+    assert capitalised_phrases(question) == [
+        "President of the United States",
+        "Mount Rushmore",
+        "France",
+    ]
+    assert capitalised_phrases("how many? none here.") == []
+
+
+def test_phrase_queries_fill_to_n_articles_without_an_lm():
+    from frames_dspy.programs import PhraseQueries
+    from frames_dspy.programs.conditions import condition
+
+    class Hit:
+        def __init__(self, article_id):
+            self.article_id = article_id
+
+    class Retriever:
+        store = {f"{q}{i}": f"article {q}{i}" for q in "qpr" for i in range(20)}
+
+        def __init__(self):
+            self.asked = []
+
+        def search_many(self, queries, k, exclude=()):
+            [query] = queries
+            self.asked.append((query, k))
+            prefix = "p" if query == "Mount Rushmore" else "r" if query == "Ohio" else "q"
+            ids = [f"{prefix}{i}" for i in range(20) if f"{prefix}{i}" not in exclude]
+            return [[Hit(i) for i in ids[:k]]]
+
+    retriever = Retriever()
+    spec = condition("phrases-8").spec
+    assert (spec.kind, spec.n_docs, spec.k) == ("phrases", 8, 2)
+    program = PhraseQueries(retriever, n_docs=8, k=2, context_tokens=100)
+    program.answer_step = False
+    question = "How far is Mount Rushmore from Ohio?"
+    pred = program(question=question)
+    assert pred.context_ids == [["q0", "q1", "q2", "q3", "p0", "p1", "r0", "r1"]]
+    assert pred.queries == [[question, "Mount Rushmore", "Ohio"]]
+    assert pred.lm_calls == 0 and pred.answer == ""
+    short = PhraseQueries(Retriever(), n_docs=6, k=2, context_tokens=100)
+    short.answer_step = False
+    # No phrase: the question's own results fill all six.
+    assert short(question="how far is it?").context_ids == [[f"q{i}" for i in range(6)]]

@@ -3,11 +3,17 @@
 - :mod:`~frames_dspy.programs.spec`: :class:`ProgramSpec`, a program's shape as frozen data;
 - :mod:`~frames_dspy.programs.packing`: articles fitted into the answer prompt's budget;
 - :mod:`~frames_dspy.programs.modules`: one ``dspy.Module`` per kind, and ``build_program``;
-- :mod:`~frames_dspy.programs.conditions`: the paper's six setups as named specs;
+- :mod:`~frames_dspy.programs.conditions`: the paper's six setups as named specs (and ``bm25-N``);
 - :mod:`~frames_dspy.programs.io`: ``program.json`` save and load.
 """
 
-from frames_dspy.programs.conditions import CONDITIONS, PAPER_ACCURACY, Condition
+from frames_dspy.programs.conditions import (
+    CONDITIONS,
+    PAPER_ACCURACY,
+    Condition,
+    condition,
+    condition_names,
+)
 from frames_dspy.programs.io import (
     check_program_file,
     load_program,
@@ -19,8 +25,10 @@ from frames_dspy.programs.modules import (
     MultiHop,
     Naive,
     Oracle,
+    PhraseQueries,
     RetrieveThenAnswer,
     build_program,
+    capitalised_phrases,
     clean_queries,
 )
 from frames_dspy.programs.packing import CHARS_PER_TOKEN, PackedContext, pack_articles
@@ -36,9 +44,13 @@ __all__ = [
     "Naive",
     "Oracle",
     "PackedContext",
+    "PhraseQueries",
     "ProgramSpec",
     "RetrieveThenAnswer",
     "build_program",
+    "capitalised_phrases",
+    "condition",
+    "condition_names",
     "check_program_file",
     "clean_queries",
     "load_program",

@@ -5,6 +5,7 @@ Tables, help texts and the evaluation follow this table's order; a new condition
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 from typing import Any
 
@@ -12,7 +13,7 @@ from typing import Any
 import frames_dspy.programs.modules  # noqa: F401
 from frames_dspy.programs.spec import ProgramSpec
 
-__all__ = ["Condition", "CONDITIONS", "PAPER_ACCURACY"]
+__all__ = ["Condition", "CONDITIONS", "PAPER_ACCURACY", "condition", "condition_names"]
 
 
 @dataclass(frozen=True)
@@ -68,3 +69,57 @@ CONDITIONS: dict[str, Condition] = {
 PAPER_ACCURACY: dict[str, float] = {
     name: c.paper for name, c in CONDITIONS.items() if c.paper is not None
 }
+
+
+_SIZED = re.compile(r"(bm25|phrases)-(\S+)")
+
+
+def condition(name: str) -> Condition:
+    """The condition called ``name``: one of :data:`CONDITIONS`, ``bm25-N`` or ``phrases-N``.
+
+    ``bm25-N`` is BM25 for the question alone with N articles: the question-only reference
+    at the article count of a multi-step program (rounds x k x n_docs). ``phrases-N`` is the
+    no-LM reference with N articles: the question's top N/2, the top 2 for each of its
+    capitalised phrases, filled to N from the question's results
+    (:class:`~frames_dspy.programs.modules.PhraseQueries`).
+
+    Raises:
+        ValueError: an unknown name, or N not a whole number of at least 1.
+    """
+    if name in CONDITIONS:
+        return CONDITIONS[name]
+    match = _SIZED.fullmatch(name)
+    if match is None:
+        raise ValueError(
+            f"unknown condition {name!r}; choose from {', '.join(CONDITIONS)}, bm25-N (N "
+            "articles for the question, e.g. bm25-12) or phrases-N"
+        )
+    kind, text = match.groups()
+    if not text.isdigit() or int(text) < 1:
+        raise ValueError(
+            f"condition {name!r}: N in {kind}-N must be a whole number of at least 1 "
+            f"(e.g. {kind}-12)"
+        )
+    n = int(text)
+    if kind == "bm25":
+        return Condition(
+            ProgramSpec("bm25", n_docs=n), f"the top {n} BM25 articles for the question"
+        )
+    return Condition(
+        ProgramSpec("phrases", n_docs=n, k=2),
+        f"no LM: the question's top {n // 2} articles, 2 per capitalised phrase, filled to {n}",
+    )
+
+
+def condition_names(text: str) -> tuple[str, ...]:
+    """Parse a comma-separated list of condition names (``bm25-N`` allowed).
+
+    Raises:
+        ValueError: an empty list, or a name :func:`condition` rejects.
+    """
+    names = tuple(name.strip() for name in text.split(",") if name.strip())
+    if not names:
+        raise ValueError(f"no condition in {text!r}; choose from {', '.join(CONDITIONS)}")
+    for name in names:
+        condition(name)
+    return names

@@ -47,6 +47,8 @@ __all__ = [
     "recording_rounds",
     "Naive",
     "RetrieveThenAnswer",
+    "PhraseQueries",
+    "capitalised_phrases",
     "Oracle",
     "MultiHop",
     "clean_queries",
@@ -278,6 +280,122 @@ class RetrieveThenAnswer(_FramesProgram):
         return self._run(body)
 
 
+#: Words that open a question or a clause with a capital letter without naming anything.
+_OPENING_WORDS = frozenset(
+    [
+        "a",
+        "an",
+        "and",
+        "as",
+        "at",
+        "by",
+        "for",
+        "from",
+        "how",
+        "if",
+        "in",
+        "in",
+        "of",
+        "on",
+        "the",
+        "this",
+        "what",
+        "when",
+        "where",
+        "which",
+        "who",
+        "whom",
+        "whose",
+        "why",
+        "was",
+        "were",
+        "is",
+        "are",
+        "did",
+        "does",
+        "do",
+        "i",
+        "my",
+        "his",
+        "her",
+        "their",
+        "its",
+    ]
+)
+_CAPITALISED = re.compile(
+    r"[A-Z][\w'’.&-]*(?:\s+(?:(?:of|the|de|du|von|van|and|for)\s+)*[A-Z][\w'’.&-]*)*"
+)
+
+
+def capitalised_phrases(question: str) -> list[str]:
+    """The question's runs of capitalised words (e.g. ``Mount Rushmore``), in order, once each.
+
+    Opening words (:data:`_OPENING_WORDS`, e.g. a sentence-initial ``Which``) are stripped
+    from the front of a run; a run left empty is dropped.
+    """
+    phrases: list[str] = []
+    for match in _CAPITALISED.finditer(question):
+        words = match.group(0).rstrip(".").split()
+        while words and words[0].casefold() in _OPENING_WORDS:
+            words.pop(0)
+        phrase = re.sub(r"['’]s$", "", " ".join(words))  # "France's" -> "France"
+        if phrase and phrase.casefold() not in {p.casefold() for p in phrases}:
+            phrases.append(phrase)
+    return phrases
+
+
+class PhraseQueries(_FramesProgram):
+    """A no-LM reference: the question's capitalised phrases as extra BM25 queries.
+
+    The question's top ``n_docs // 2`` articles, then the top ``k`` new articles for each
+    capitalised phrase (:func:`capitalised_phrases`) while fewer than ``n_docs`` are in
+    context, then the question's next articles until ``n_docs`` are. One round, one answer
+    call (none without the answer step). It shows what a query writer must beat that only
+    copies names out of the question.
+    """
+
+    KIND = "phrases"
+    SETTINGS = {"n_docs": 12, "k": 2, "context_tokens": None, "cot": False}
+    NEEDS = ("retriever",)
+
+    def __init__(self, retriever, *, n_docs: int, k: int, context_tokens: int, cot=False):
+        super().__init__(context_tokens=context_tokens, cot=cot)
+        if n_docs < 1 or k < 1:
+            raise ValueError(f"n_docs={n_docs} and k={k} must be at least 1")
+        self.retriever = retriever
+        self.n_docs, self.k = n_docs, k
+
+    def forward(self, question: str) -> dspy.Prediction:
+        def body():
+            ids: list[str] = []
+
+            def add(query: str, limit: int) -> None:
+                for hit in self.retriever.search_many([query], limit, exclude=set(ids))[0]:
+                    if len(ids) < self.n_docs and hit.article_id not in ids:
+                        ids.append(hit.article_id)
+
+            add(question, max(1, self.n_docs // 2))
+            phrases = capitalised_phrases(question)
+            for phrase in phrases:
+                if len(ids) >= self.n_docs:
+                    break
+                add(phrase, self.k)
+            add(question, self.n_docs - len(ids))
+            queries = [question, *phrases]
+            _note_round(ids, queries)
+            articles = [self.retriever.store[i] for i in ids]
+            answer, packed = self._answer(question, articles)
+            return {
+                "answer": answer,
+                "context_ids": [ids],
+                "queries": [queries],
+                "lm_calls": self.answer_calls,
+                "packed": packed,
+            }
+
+        return self._run(body)
+
+
 class Oracle(_FramesProgram):
     """All gold articles the corpus has, then one answer call (the paper's upper bound)."""
 
@@ -371,7 +489,7 @@ class MultiHop(_FramesProgram):
         self.lead_chars = lead_chars
         self.generate = dspy.Predict(PlanQueries if planning else GenerateQueries)
 
-    def _found_view(self, articles: Sequence[Article]) -> str:
+    def found_view(self, articles: Sequence[Article]) -> str:
         # Append-only: a later round's view extends the earlier one, so a prefix cache helps.
         lines, used = [], 0
         budget = self.found_tokens * CHARS_PER_TOKEN
@@ -406,7 +524,7 @@ class MultiHop(_FramesProgram):
                     try:
                         out = self.generate(
                             question=question,
-                            found=self._found_view(context),
+                            found=self.found_view(context),
                             past_queries=past,
                             n_queries=wanted,
                         )

@@ -145,4 +145,6 @@ class ProgramSpec:
             return f"multihop {style} r{self.rounds} k{self.k} n{self.n_docs}"
         if self.kind == "bm25":
             return f"bm25 n{self.n_docs}"
+        if self.kind == "phrases":
+            return f"phrases n{self.n_docs} k{self.k}"
         return self.kind
