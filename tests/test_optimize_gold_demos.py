@@ -7,7 +7,12 @@ import json
 import dspy
 import pytest
 from opt_fake import FakeLM
-from opt_helpers import compile_config, quiet_optuna, run_tiny  # noqa: F401 (autouse fixture)
+from opt_helpers import (  # noqa: F401 (autouse fixture)
+    compile_config,
+    quiet_optuna,
+    record_optimizer,
+    run_tiny,
+)
 
 from frames_dspy.judge import Autorater
 from frames_dspy.programs import build_program
@@ -138,16 +143,7 @@ def test_a_gold_demos_compile_takes_its_demos_from_train_only(tiny, tmp_path):
 @pytest.mark.parametrize("name, cls", [("bootstrap-rs", "BootstrapFewShotWithRandomSearch")])
 def test_the_teacher_bootstraps_demos(tiny, monkeypatch, name, cls):
     examples, store, knowledge, retriever = tiny
-    built = []
-
-    class Recorder:
-        def __init__(self, **options):
-            built.append(options)
-
-        def compile(self, program, **_):
-            return program
-
-    monkeypatch.setattr(dspy, cls, Recorder)
+    built = record_optimizer(monkeypatch, cls)
     lm, teacher = FakeLM(knowledge), FakeLM(knowledge)
     for teacher_lm in (teacher, None):
         compile_program(
@@ -165,16 +161,7 @@ def test_the_teacher_bootstraps_demos(tiny, monkeypatch, name, cls):
 
 def test_mipro_takes_the_teacher_for_demos_and_prompts(tiny, monkeypatch):
     examples, store, knowledge, retriever = tiny
-    built = []
-
-    class Recorder:
-        def __init__(self, **options):
-            built.append(options)
-
-        def compile(self, program, **_):
-            return program
-
-    monkeypatch.setattr(dspy, "MIPROv2", Recorder)
+    built = record_optimizer(monkeypatch, "MIPROv2")
     lm, teacher = FakeLM(knowledge), FakeLM(knowledge)
     compile_program(
         multihop(retriever),

@@ -7,6 +7,7 @@ import re
 import dspy
 import pytest
 from opt_fake import FakeLM
+from opt_helpers import record_optimizer
 
 from frames_dspy.judge import Autorater
 from frames_dspy.programs import build_program
@@ -202,16 +203,7 @@ def test_the_optimizers_write_prompts_with_the_prompt_lm(tiny, monkeypatch, name
     # The 0.5B program model writes advice SIMBA cannot parse: a stronger model can write the
     # prompts (optimize.compile passes --judge-model) while the program keeps its own model.
     examples, store, knowledge, retriever = tiny
-    built = []
-
-    class Recorder:
-        def __init__(self, **options):
-            built.append(options)
-
-        def compile(self, program, **_):
-            return program
-
-    monkeypatch.setattr(dspy, cls, Recorder)
+    built = record_optimizer(monkeypatch, cls)
     program = build_program({"kind": "multihop", "rounds": 1, "k": 1}, retriever=retriever)
     lm, writer = FakeLM(knowledge), FakeLM(knowledge)
     settings = OptimizerSettings(name=name, budget=2, candidates=2)
