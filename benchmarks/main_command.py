@@ -28,7 +28,7 @@ from typing import Any
 from frames_dspy.evaluation import EvalConfig, run_evaluation
 from frames_dspy.lm import llama_engine, make_lm
 from frames_dspy.programs import CONDITIONS
-from frames_dspy.run_folder import read_predictions
+from frames_dspy.run_folder import load_records
 
 SETUPS = {"plain": {"flash_attn": False}, "now": {}}
 
@@ -50,9 +50,7 @@ def run(limit: int, conditions: list[str]) -> dict[str, Any]:
                 run_evaluation(config, lm=lms[name], progress=False)
                 seconds[name][condition] = round(time.perf_counter() - started, 1)
                 answers[name][condition] = {
-                    r["id"]: r["answer"]
-                    for r in read_predictions(out / "predictions.jsonl")
-                    if r["condition"] == condition
+                    r.id: r.answer for r in load_records(out) if r.condition == condition
                 }
                 logging.info("%s %s: %.1f s", condition, name, seconds[name][condition])
         engines = {name: lm.engine.record() for name, lm in lms.items()}

@@ -33,6 +33,7 @@ from frames_dspy.data import dataset_fingerprint, load_frames
 from frames_dspy.evaluation import EvalConfig
 from frames_dspy.paths import HUB_DATASET, default_dataset
 from frames_dspy.programs import CONDITIONS
+from frames_dspy.records import SCHEMA_VERSION, QuestionRecord
 from frames_dspy.report import write_reports
 from frames_dspy.report.html_report import write_html_report
 from frames_dspy.run_folder import RunFolder, environment_record
@@ -148,7 +149,7 @@ def _text(rng: random.Random, low: int, high: int) -> str:
     return " ".join(rng.choice(_WORDS) for _ in range(rng.randint(low, high))).capitalize()
 
 
-def _record(rng: random.Random, condition: str, example, spec) -> dict[str, Any]:
+def _record(rng: random.Random, condition: str, example, spec) -> QuestionRecord:
     kind = spec.kind
     gold_ids = [f"{example.id}-{n}" for n in range(len(example.gold_urls))]
     rounds = spec.rounds if kind == "multihop" else (0 if kind == "naive" else 1)
@@ -170,7 +171,7 @@ def _record(rng: random.Random, condition: str, example, spec) -> dict[str, Any]
     correct = rng.random() < 0.4
     error = "TimeoutError('the LM call took over 60 s')" if rng.random() < 0.01 else None
     method = rng.choice(["exact", "name_match", "different_name", "no_quantity", "judge"])
-    return {
+    fields = {
         "condition": condition,
         "id": example.id,
         "question": example.question,
@@ -210,6 +211,7 @@ def _record(rng: random.Random, condition: str, example, spec) -> dict[str, Any]
         "judge_completion_tokens": 40 if method == "judge" else 0,
         "seconds": round(rng.uniform(1, 120), 3),
     }
+    return QuestionRecord(**fields)
 
 
 def synthetic_run(out: str | Path, *, questions: int = 824, seed: int = 0) -> Path:
@@ -227,6 +229,7 @@ def synthetic_run(out: str | Path, *, questions: int = 824, seed: int = 0) -> Pa
     run.write_json(
         "config.json",
         {
+            "record_schema": SCHEMA_VERSION,
             "settings": asdict(config),
             "selected_ids": [e.id for e in examples],
             "programs": {name: c.spec.to_dict() for name, c in CONDITIONS.items()},

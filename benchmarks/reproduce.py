@@ -12,7 +12,7 @@ An experiment is a folder with ``experiment.json``:
 - ``figures``: each reported number, where it comes from and its expected value.
   A run figure names ``run`` (a folder under ``{runs}``), ``condition`` and ``metric``, one of
   :data:`RUN_METRICS`, computed from ``predictions.jsonl`` as the run's table computes it
-  (:func:`frames_dspy.report.summarize_run`). A paired figure names ``compare`` (``a``, ``b``,
+  (:func:`frames_dspy.summary.summarize`). A paired figure names ``compare`` (``a``, ``b``,
   ``condition``, ``condition_b``) and ``metric``, a field of
   :class:`frames_dspy.comparison.PairComparison`, with ``index`` for an interval's end; it is
   computed as ``python -m frames_dspy.compare`` computes it (same bootstrap seed and size);
@@ -43,7 +43,8 @@ from typing import Any
 
 from frames_dspy.comparison import CompareConfig, CompareError, compare_runs
 from frames_dspy.files import atomic_write_text
-from frames_dspy.report import predictions_frame, summarize_run
+from frames_dspy.run_folder import load_records
+from frames_dspy.summary import summarize
 
 __all__ = ["RUN_METRICS", "RESCORE_TOLERANCE", "Figure", "load_experiment", "score", "main"]
 
@@ -59,6 +60,7 @@ RUN_METRICS = {
     "recall": lambda s: s["recall_by_round"][-1] if s["recall_by_round"] else None,
     "recall_round1": lambda s: s["recall_by_round"][0] if s["recall_by_round"] else None,
     "tokens_per_question": lambda s: s["tokens_per_question"],
+    "reported_tokens_per_question": lambda s: s["reported_tokens_per_question"],
     "lm_calls_per_question": lambda s: s["lm_calls_per_question"],
 }
 
@@ -135,7 +137,7 @@ def _summary(run_dir: Path, cache: dict[Path, dict]) -> dict[str, Any]:
                 f"{run_dir}/predictions.jsonl does not exist: run the experiment's commands "
                 "first (add --rerun), or point --runs at the folder they wrote"
             )
-        cache[run_dir] = summarize_run(predictions_frame(run_dir))
+        cache[run_dir] = summarize(load_records(run_dir))
     return cache[run_dir]
 
 

@@ -24,8 +24,10 @@ from typing import Any
 
 import numpy as np
 
-from frames_dspy.report import CONDITION_ORDER, read_predictions
+from frames_dspy.records import QuestionRecord, RecordError
+from frames_dspy.run_folder import load_records
 from frames_dspy.stats import mcnemar_exact, paired_bootstrap_ci
+from frames_dspy.summary import ordered_conditions, summarize_records
 
 logger = logging.getLogger(__name__)
 
@@ -82,7 +84,7 @@ class Run:
 
     path: Path
     config: dict[str, Any]
-    records: dict[str, dict[Any, dict[str, Any]]]
+    records: dict[str, dict[Any, QuestionRecord]]
 
     def conditions(self) -> list[str]:
         return _ordered(self.records)
@@ -173,17 +175,7 @@ class Comparison:
     pairs: list[PairComparison] = field(default_factory=list)
 
 
-def _ordered(conditions) -> list[str]:
-    names = set(conditions)
-    return [c for c in CONDITION_ORDER if c in names] + sorted(names - set(CONDITION_ORDER))
-
-
-def _id_key(value: Any) -> Any:
-    # Ids are ints in predictions.jsonl; a hand-edited "7" must still pair with 7.
-    try:
-        return int(value)
-    except (TypeError, ValueError):
-        return str(value)
+_ordered = ordered_conditions
 
 
 def _sorted_ids(ids) -> list[Any]:
@@ -219,53 +211,33 @@ def load_run(path: str | Path) -> Run:
     if not isinstance(config, dict):
         raise CompareError(f"{config_path} does not hold a JSON object; restore it")
     try:
-        rows = read_predictions(predictions)
-    except ValueError as err:
-        raise CompareError(f"{err}; repair or delete that line, then compare again") from None
+        rows = load_records(path)
+    except RecordError as err:
+        raise CompareError(str(err)) from None
 
-    records: dict[str, dict[Any, dict[str, Any]]] = {}
+    records: dict[str, dict[Any, QuestionRecord]] = {}
     duplicates = 0
     for row in rows:
-        if "condition" not in row or "id" not in row:
-            logger.warning("%s: skipping a record without condition or id", predictions)
-            continue
-        by_id = records.setdefault(str(row["condition"]), {})
-        key = _id_key(row["id"])
-        duplicates += key in by_id
-        by_id[key] = row
+        by_id = records.setdefault(row.condition, {})
+        duplicates += row.id in by_id
+        by_id[row.id] = row
     if duplicates:
         logger.warning("%s: %d questions recorded twice; the last record counts", path, duplicates)
     return Run(path=path, config=config, records=records)
 
 
-def _correct(record: dict[str, Any]) -> bool:
-    # A judge error (correct is None) counts as not correct, as in report.summarize_run.
-    return record.get("correct") is True
-
-
-def _recall_at(recall: Any, which: str) -> float | None:
+def _recall_at(record: QuestionRecord, which: str) -> float | None:
     """Recall after round 1 or the last round; None when the question has no gold article."""
-    if recall is None:
-        return None
-    if isinstance(recall, int | float):
-        return float(recall)
-    if not recall:
-        # Gold articles exist but nothing was retrieved (e.g. naive): none found.
-        return 0.0
-    return float(recall[0] if which == "round1" else recall[-1])
-
-
-def _tokens(record: dict[str, Any]) -> float:
-    return float((record.get("prompt_tokens") or 0) + (record.get("completion_tokens") or 0))
+    return record.round1_recall if which == "round1" else record.final_recall
 
 
 def _mean(values: Sequence[float]) -> float | None:
     return float(np.mean(values)) if len(values) else None
 
 
-def _side_errors(records: list[dict[str, Any]], ids: list[Any]) -> SideErrors:
-    program = [i for i, r in zip(ids, records, strict=True) if r.get("error")]
-    judge = [i for i, r in zip(ids, records, strict=True) if r.get("correct") is None]
+def _side_errors(records: list[QuestionRecord], ids: list[Any]) -> SideErrors:
+    program = [i for i, r in zip(ids, records, strict=True) if r.error]
+    judge = [i for i, r in zip(ids, records, strict=True) if r.correct is None]
     return SideErrors(len(program), len(judge), program, judge)
 
 
@@ -317,8 +289,8 @@ def compare_conditions(
         )
     recs_a = [side_a[i] for i in shared]
     recs_b = [side_b[i] for i in shared]
-    right_a = np.array([_correct(r) for r in recs_a], dtype=float)
-    right_b = np.array([_correct(r) for r in recs_b], dtype=float)
+    right_a = np.array([r.is_correct for r in recs_a], dtype=float)
+    right_b = np.array([r.is_correct for r in recs_b], dtype=float)
     gained = [i for i, x, y in zip(shared, right_a, right_b, strict=True) if not x and y]
     lost = [i for i, x, y in zip(shared, right_a, right_b, strict=True) if x and not y]
     p = mcnemar_exact(len(lost), len(gained))
@@ -330,13 +302,13 @@ def compare_conditions(
     recall_rows = []
     no_gold = null_a_only = null_b_only = 0
     for ra, rb in zip(recs_a, recs_b, strict=True):
-        null_a, null_b = ra.get("recall") is None, rb.get("recall") is None
+        null_a, null_b = ra.recall is None, rb.recall is None
         if null_a and null_b:
             no_gold += 1
             continue
         null_a_only += null_a
         null_b_only += null_b
-        recall_rows.append((ra.get("recall"), rb.get("recall")))
+        recall_rows.append((ra, rb))
     recall: dict[str, Any] = {}
     for which in ("final", "round1"):
         xs = [_recall_at(x, which) or 0.0 for x, _ in recall_rows]
@@ -370,8 +342,8 @@ def compare_conditions(
         recall_null_a_only=null_a_only,
         recall_null_b_only=null_b_only,
         **recall,
-        tokens_per_q_a=_mean([_tokens(r) for r in recs_a]),
-        tokens_per_q_b=_mean([_tokens(r) for r in recs_b]),
+        tokens_per_q_a=summarize_records(recs_a)["tokens_per_question"],
+        tokens_per_q_b=summarize_records(recs_b)["tokens_per_question"],
         errors={"a": _side_errors(recs_a, shared), "b": _side_errors(recs_b, shared)},
         verdict=_verdict(acc_b - acc_a, acc_ci, p),
     )

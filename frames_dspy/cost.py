@@ -16,6 +16,7 @@ from dataclasses import dataclass
 
 from frames_dspy.lm import ModelSpec
 from frames_dspy.programs import ProgramSpec
+from frames_dspy.records import QuestionRecord
 
 logger = logging.getLogger(__name__)
 
@@ -137,7 +138,7 @@ class Pricer:
 class SpendMeter:
     """Adds up what finished questions cost (reported tokens, so cached calls cost nothing).
 
-    Use it as a runner hook: it sets ``record["cost_usd"]`` when a price is known.
+    Use it as a runner hook: it sets the record's ``cost_usd`` when a price is known.
     """
 
     def __init__(self, program: Pricer, judge: Pricer):
@@ -146,17 +147,16 @@ class SpendMeter:
         self.dollars: float | None = None
         self._lock = threading.Lock()
 
-    def __call__(self, record: dict) -> None:
-        prompt, completion = record.get("prompt_tokens") or 0, record.get("completion_tokens") or 0
-        judge_prompt = record.get("judge_prompt_tokens") or 0
-        judge_completion = record.get("judge_completion_tokens") or 0
+    def __call__(self, record: QuestionRecord) -> None:
+        prompt, completion = record.prompt_tokens, record.completion_tokens
+        judge_prompt, judge_completion = record.judge_prompt_tokens, record.judge_completion_tokens
         costs = [self.program(prompt, completion), self.judge(judge_prompt, judge_completion)]
         known = [c for c in costs if c is not None]
         with self._lock:
             self.tokens += prompt + completion + judge_prompt + judge_completion
             if known:
-                record["cost_usd"] = sum(known)
-                self.dollars = (self.dollars or 0.0) + record["cost_usd"]
+                record.cost_usd = sum(known)
+                self.dollars = (self.dollars or 0.0) + record.cost_usd
 
 
 def estimate_lines(

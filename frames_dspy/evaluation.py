@@ -37,6 +37,7 @@ from frames_dspy.programs import (
     load_program,
 )
 from frames_dspy.progress import RunProgress
+from frames_dspy.records import SCHEMA_VERSION
 from frames_dspy.report.html_report import write_html_report
 from frames_dspy.run_folder import RunFolder, setting_differences
 from frames_dspy.runner import Runner
@@ -333,6 +334,7 @@ def run_evaluation(
 
     run = RunFolder(out)
     run_config = {
+        "record_schema": SCHEMA_VERSION,
         "settings": asdict(settings),
         "selected_ids": [ex.id for ex in selected],
         "programs": {label: program.spec.to_dict() for label, program in programs.items()},

@@ -13,9 +13,9 @@ from __future__ import annotations
 import sys
 import threading
 from collections.abc import Mapping
-from typing import Any
 
 from frames_dspy.cost import SpendMeter
+from frames_dspy.records import QuestionRecord
 
 __all__ = ["RunProgress"]
 
@@ -64,15 +64,15 @@ class RunProgress:
         self.label = label
         self._show()
 
-    def __call__(self, record: dict[str, Any]) -> None:
+    def __call__(self, record: QuestionRecord) -> None:
         """A runner hook: one question finished."""
-        label = record["condition"]
+        label = record.condition
         with self._lock:
             self.finished += 1
             counts = self._counts.setdefault(label, [0, 0, 0])
             counts[0] += 1
-            counts[1] += record.get("correct") is True
-            counts[2] += record.get("error") is not None
+            counts[1] += record.is_correct
+            counts[2] += record.failed
             self._bar.update(round(self.weights.get(label, 1.0)))
             self._show()
 

@@ -1,17 +1,16 @@
 """A run folder on disk: append-only predictions, atomic JSON files, provenance, resume checks.
 
-``predictions.jsonl`` gets one JSON object per (condition, question), appended under a lock
-and flushed to disk as each question finishes, so a killed run loses at most the questions in
-flight and resumes where it stopped. Every other file is written atomically.
+``predictions.jsonl`` gets one record per (condition, question)
+(:class:`frames_dspy.records.PredictionsFile`), appended under a lock and flushed to disk as
+each question finishes, so a killed run loses at most the questions in flight and resumes
+where it stopped. Every other file is written atomically.
 """
 
 from __future__ import annotations
 
 import json
 import logging
-import os
 import sys
-import threading
 from collections.abc import Iterable, Mapping
 from datetime import UTC, datetime
 from importlib import metadata
@@ -19,12 +18,18 @@ from pathlib import Path
 from typing import Any
 
 from frames_dspy.files import atomic_write_json
+from frames_dspy.records import (
+    PredictionsFile,
+    QuestionRecord,
+    folder_schema,
+    read_records,
+)
 
 logger = logging.getLogger(__name__)
 
 __all__ = [
     "RunFolder",
-    "read_predictions",
+    "load_records",
     "package_versions",
     "environment_record",
     "setting_differences",
@@ -42,29 +47,18 @@ _PACKAGES = (
 )
 
 
-def read_predictions(path: str | Path) -> list[dict[str, Any]]:
-    """Records of a ``predictions.jsonl``; a torn last line (killed writer) is ignored.
+def load_records(folder: str | Path) -> list[QuestionRecord]:
+    """The prediction records of a run folder, read by the schema its ``config.json`` declares.
 
     Raises:
-        ValueError: a line other than the last is not valid JSON (the file was edited or
-            corrupted; the message names the line).
+        RecordError: a newer schema, or a line that is not a record (the message says the fix).
     """
-    path = Path(path)
-    if not path.is_file():
-        return []
-    records = []
-    lines = path.read_text(encoding="utf-8").splitlines()
-    for lineno, line in enumerate(lines, start=1):
-        if not line.strip():
-            continue
-        try:
-            records.append(json.loads(line))
-        except json.JSONDecodeError:
-            if lineno == len(lines):
-                logger.warning("ignoring an incomplete last line in %s", path)
-            else:
-                raise ValueError(f"{path}: line {lineno} is not valid JSON") from None
-    return records
+    folder = Path(folder)
+    if not folder.is_dir():  # a predictions.jsonl named directly
+        return read_records(folder)
+    config_path = folder / "config.json"
+    config = json.loads(config_path.read_text(encoding="utf-8")) if config_path.is_file() else None
+    return read_records(folder, schema=folder_schema(config, folder=folder))
 
 
 class RunFolder:
@@ -74,35 +68,19 @@ class RunFolder:
         self.path = Path(path)
         self.path.mkdir(parents=True, exist_ok=True)
         self.predictions = self.path / "predictions.jsonl"
-        self._lock = threading.Lock()
-        self._repair_tail()
+        self._predictions = PredictionsFile(self.predictions)
 
-    def _repair_tail(self) -> None:
-        # A SIGKILL can leave half a line; cut it so the next append starts a fresh line.
-        if not self.predictions.is_file():
-            return
-        data = self.predictions.read_bytes()
-        if data and not data.endswith(b"\n"):
-            keep = data.rfind(b"\n") + 1
-            logger.warning("dropping an incomplete last line in %s", self.predictions)
-            with self.predictions.open("r+b") as handle:
-                handle.truncate(keep)
-
-    def records(self) -> list[dict[str, Any]]:
+    def records(self) -> list[QuestionRecord]:
         """Every prediction recorded so far."""
-        return read_predictions(self.predictions)
+        return load_records(self.path)
 
     def done(self) -> set[tuple[str, int]]:
         """(condition, question id) pairs already recorded."""
-        return {(r["condition"], int(r["id"])) for r in self.records()}
+        return {(r.condition, r.id) for r in self.records()}
 
-    def append(self, record: Mapping[str, Any]) -> None:
+    def append(self, record: QuestionRecord) -> None:
         """Add one prediction and make it durable before returning."""
-        line = json.dumps(record, ensure_ascii=False, default=str) + "\n"
-        with self._lock, self.predictions.open("a", encoding="utf-8") as handle:
-            handle.write(line)
-            handle.flush()
-            os.fsync(handle.fileno())
+        self._predictions.append(record)
 
     def read_json(self, name: str) -> dict[str, Any] | None:
         """A JSON file of the folder, or None if it does not exist."""

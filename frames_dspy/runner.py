@@ -31,12 +31,11 @@ from frames_dspy.judge.autorater import Autorater, Judgement
 from frames_dspy.lm import LMSetupError
 from frames_dspy.metrics import gold_recall, query_repetition_rate
 from frames_dspy.programs.modules import recording_rounds
+from frames_dspy.records import QuestionRecord
 
 logger = logging.getLogger(__name__)
 
 __all__ = ["RunAborted", "Runner", "run_question"]
-
-Record = dict[str, Any]
 
 
 class RunAborted(RuntimeError):
@@ -69,7 +68,7 @@ def run_question(
     lm: dspy.BaseLM,
     autorater: Autorater,
     store,
-) -> Record:
+) -> QuestionRecord:
     """Run one question through a program, judge the answer, and return its record.
 
     LM use is metered for the LMs that carry :data:`~frames_dspy.accounting.TOKEN_METER`
@@ -103,47 +102,46 @@ def run_question(
     gold = store.resolve_many(example.gold_urls) if store else []
     gold_ids = [a.id for a in gold]
     context_ids = pred.get("context_ids") or []
-    return {
-        "condition": label,
-        "id": example.id,
-        "question": example.question,
-        "gold_answer": example.answer,
-        "answer": pred.answer,
-        "correct": verdict.correct,
-        # A rule's name, "judge" or "judge_error"; P(TRUE) when the judge LM gave logprobs.
-        "judge_method": verdict.method,
-        "judge_p_true": verdict.p_true,
-        "judge_explanation": verdict.explanation,
-        "error": error,
-        "error_kind": error_kind,
-        "reasoning_types": list(example.reasoning_types),
-        "n_gold": len(example.gold_urls),
-        "gold_ids": gold_ids,
-        "gold_titles": [a.title for a in gold],
-        "context_ids": context_ids,
-        "recall": gold_recall(gold_ids, context_ids) if context_ids else ([] if gold_ids else None),
-        "queries": pred.get("queries") or [],
-        "query_stats": pred.get("query_stats"),
-        "query_repetition_rate": query_repetition_rate(pred.get("query_stats")),
-        "packing": pred.get("packing"),
+    return QuestionRecord(
+        condition=label,
+        id=example.id,
+        question=example.question,
+        gold_answer=example.answer,
+        answer=pred.answer,
+        correct=verdict.correct,
+        judge_method=verdict.method,
+        judge_p_true=verdict.p_true,
+        judge_explanation=verdict.explanation,
+        error=error,
+        error_kind=error_kind,
+        reasoning_types=list(example.reasoning_types),
+        n_gold=len(example.gold_urls),
+        gold_ids=gold_ids,
+        gold_titles=[a.title for a in gold],
+        context_ids=context_ids,
+        recall=gold_recall(gold_ids, context_ids) if context_ids else ([] if gold_ids else None),
+        queries=pred.get("queries") or [],
+        query_stats=pred.get("query_stats"),
+        query_repetition_rate=query_repetition_rate(pred.get("query_stats")),
+        packing=pred.get("packing"),
         # Was the gold answer in the text the answer step saw? (None: no context, or a gold
         # that cannot be looked for literally.) The text itself is not kept.
-        "answer_in_context": _answer_in_context(example, rounds["answer_context"]),
+        answer_in_context=_answer_in_context(example, rounds["answer_context"]),
         # What the LM reported (a call answered from the cache reports nothing) ...
-        "prompt_tokens": pred.get("prompt_tokens", 0),
-        "completion_tokens": pred.get("completion_tokens", 0),
+        prompt_tokens=pred.get("prompt_tokens", 0),
+        completion_tokens=pred.get("completion_tokens", 0),
         # ... and what was metered: every try of every call, cached or not.
-        "lm_calls": meter.calls,
-        "cached_calls": meter.cache_hits,
-        "failed_calls": meter.failed_calls,
-        "retries": meter.retries + judge_meter.retries,
-        "metered_tokens": meter.tokens,
-        "judge_calls": judge_meter.calls,
-        "judge_cached_calls": judge_meter.cache_hits,
-        "judge_prompt_tokens": judge_meter.prompt_tokens,
-        "judge_completion_tokens": judge_meter.completion_tokens,
-        "seconds": round(time.perf_counter() - started, 3),
-    }
+        lm_calls=meter.calls,
+        cached_calls=meter.cache_hits,
+        failed_calls=meter.failed_calls,
+        retries=meter.retries + judge_meter.retries,
+        metered_tokens=meter.tokens,
+        judge_calls=judge_meter.calls,
+        judge_cached_calls=judge_meter.cache_hits,
+        judge_prompt_tokens=judge_meter.prompt_tokens,
+        judge_completion_tokens=judge_meter.completion_tokens,
+        seconds=round(time.perf_counter() - started, 3),
+    )
 
 
 @dataclass
@@ -165,11 +163,13 @@ class Runner:
     autorater: Autorater
     store: Any = None
     threads: int = 1
-    on_record: Sequence[Callable[[Record], None]] = field(default_factory=list)
+    on_record: Sequence[Callable[[QuestionRecord], None]] = field(default_factory=list)
     stop: Callable[[], str | None] | None = None
     stopped: str | None = field(default=None, init=False)
 
-    def _one(self, label: str, program: dspy.Module, example: dspy.Example) -> Record | None:
+    def _one(
+        self, label: str, program: dspy.Module, example: dspy.Example
+    ) -> QuestionRecord | None:
         if self.stop is not None and (reason := self.stop()):
             self.stopped = self.stopped or reason
             return None
@@ -183,7 +183,7 @@ class Runner:
 
     def run(
         self, label: str, program: dspy.Module, examples: Sequence[dspy.Example]
-    ) -> list[Record]:
+    ) -> list[QuestionRecord]:
         """Run ``program`` on ``examples``; records in the examples' order (skipped left out).
 
         Raises:
@@ -192,7 +192,7 @@ class Runner:
             KeyboardInterrupt: after the questions in flight were finished and handed to
                 ``on_record`` (a second Ctrl-C stops waiting for them).
         """
-        results: dict[int, Record] = {}
+        results: dict[int, QuestionRecord] = {}
         pool = ThreadPoolExecutor(max_workers=max(1, self.threads))
         with contextlib.ExitStack() as attached:
             for lm in self._lms():
@@ -216,7 +216,7 @@ class Runner:
         return [results[i] for i in sorted(results)]
 
     def _collect(
-        self, futures: dict[Future, int], results: dict[int, Record], pending: set[Future]
+        self, futures: dict[Future, int], results: dict[int, QuestionRecord], pending: set[Future]
     ) -> None:
         while pending:
             done, _ = wait(pending, return_when=FIRST_COMPLETED)
@@ -229,7 +229,9 @@ class Runner:
                 for hook in self.on_record:
                     hook(record)
 
-    def _finish_in_flight(self, futures: dict[Future, int], results: dict[int, Record]) -> None:
+    def _finish_in_flight(
+        self, futures: dict[Future, int], results: dict[int, QuestionRecord]
+    ) -> None:
         for future in futures:
             future.cancel()
         running = {f for f in futures if not f.cancelled() and not f.done()}

@@ -134,8 +134,8 @@ _FIGURES = (
     "n", "correct", "accuracy", "accuracy_judged", "program_errors", "program_error_rate",
     "judge_errors", "judge_calls", "rule_verdicts", "lm_verdicts", "lm_calls", "cached_calls",
     "retries", "recall_n", "answer_in_context", "answer_in_context_n",
-    "wrong_with_answer_in_context", "tokens_per_question", "prompt_tokens_per_question",
-    "metered_tokens_per_question", "lm_calls_per_question", "cost_usd",
+    "wrong_with_answer_in_context", "tokens_per_question", "reported_tokens_per_question",
+    "lm_calls_per_question", "cost_usd",
     "query_repetition_rate", "seconds_per_question",
 )  # fmt: skip
 

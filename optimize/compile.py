@@ -51,6 +51,7 @@ from frames_dspy.data import DatasetError, load_frames, split_frames
 from frames_dspy.download import DownloadError
 from frames_dspy.files import atomic_write_json
 from frames_dspy.lm import LMSetupError
+from frames_dspy.records import SCHEMA_VERSION
 from frames_dspy.run_folder import RunFolder
 from frames_dspy.runner import RunAborted
 from frames_dspy.session import open_session
@@ -192,6 +193,7 @@ def run_compile(
 
     record: dict[str, Any] = {
         "status": "running",
+        "record_schema": SCHEMA_VERSION,  # of dev_runs/predictions.jsonl
         "settings": {**asdict(config), "storage": redact(storage_url)},
         "storage": redact(storage_url),
         "study_name": config.study_name,

@@ -28,6 +28,7 @@ from frames_dspy.data import Splits
 from frames_dspy.evaluation import EvalConfig, run_evaluation
 from frames_dspy.files import atomic_write_json, sha256_file
 from frames_dspy.programs import build_program, save_program
+from frames_dspy.records import QuestionRecord
 from frames_dspy.run_folder import RunFolder
 from frames_dspy.session import Session
 from frames_dspy.stats import paired_bootstrap_ci
@@ -193,10 +194,9 @@ def reproduce_command(config: CompileConfig, out: Path) -> str:
     return shlex.join(args)
 
 
-def _question_value(record: dict[str, Any], objective: str, n: int) -> float:
-    recall = record.get("recall")
-    final = float(recall[-1]) if recall else 0.0
-    correct = 1.0 if record.get("correct") is True else 0.0
+def _question_value(record: QuestionRecord, objective: str, n: int) -> float:
+    final = record.final_recall or 0.0
+    correct = 1.0 if record.is_correct else 0.0
     if objective == "recall":
         return final
     if objective == "accuracy+recall":
@@ -205,7 +205,7 @@ def _question_value(record: dict[str, Any], objective: str, n: int) -> float:
 
 
 def paired_dev_check(
-    before: Sequence[dict[str, Any]], after: Sequence[dict[str, Any]], objective: str
+    before: Sequence[QuestionRecord], after: Sequence[QuestionRecord], objective: str
 ) -> dict[str, Any] | None:
     """Compare two runs of the same dev questions, paired by question.
 
@@ -219,8 +219,8 @@ def paired_dev_check(
         when the two runs share no question (e.g. the trial ran in another worker's folder).
     """
     n = max(len(before), len(after), 1)
-    first = {r["id"]: _question_value(r, objective, n) for r in before}
-    second = {r["id"]: _question_value(r, objective, n) for r in after}
+    first = {r.id: _question_value(r, objective, n) for r in before}
+    second = {r.id: _question_value(r, objective, n) for r in after}
     ids = sorted(set(first) & set(second))
     if not ids:
         return None
@@ -328,11 +328,8 @@ def final_stage(
             # The trial's dev score won the search, so it flatters the uncompiled program a
             # little; the compiled program is kept unless a paired test on the same dev
             # questions says it is lower (a raw comparison on a few questions is noise).
-            trial_records = [
-                r
-                for r in run.sink.records()
-                if r["condition"] == f"trial-{chosen.user_attrs.get('duplicate_of', chosen.number)}"
-            ]
+            trial_label = f"trial-{chosen.user_attrs.get('duplicate_of', chosen.number)}"
+            trial_records = [r for r in run.sink.records() if r.condition == trial_label]
             paired = paired_dev_check(trial_records, score.records, metric)
             compiled_info["dev_paired"] = paired
             lower = paired["ci95"][1] < 0 if paired else after < chosen.values[0]

@@ -16,6 +16,7 @@ look cheaper than it is.
 
 from __future__ import annotations
 
+import functools
 import json
 import logging
 import os
@@ -32,11 +33,12 @@ from optuna.exceptions import UpdateFinishedTrialError
 from optuna.trial import FrozenTrial, TrialState
 
 from frames_dspy.accounting import CallBudget
-from frames_dspy.judge.autorater import JUDGE_METHODS, Autorater
-from frames_dspy.metrics import mean_recall
+from frames_dspy.judge.autorater import Autorater
 from frames_dspy.programs import ProgramSpec, build_program
+from frames_dspy.records import QuestionRecord
 from frames_dspy.run_folder import RunFolder
 from frames_dspy.runner import Runner
+from frames_dspy.summary import objective_value, summarize_records
 
 logger = logging.getLogger(__name__)
 
@@ -177,39 +179,40 @@ def trial_spec(
 
 @dataclass
 class DevScore:
-    """A program's score on a list of questions (possibly cut short by the call budget)."""
+    """A program's score on a list of questions (possibly cut short by the call budget).
 
-    n: int = 0
+    Every figure comes from :func:`frames_dspy.summary.summarize_records` over ``records``.
+    """
+
     wanted: int = 0
-    correct: int = 0
-    judge_calls: int = 0
-    judge_errors: int = 0
-    program_errors: int = 0
-    lm_calls: int = 0
-    metered_tokens: int = 0
-    reported_tokens: int = 0
+    records: list[QuestionRecord] = field(default_factory=list)
     seconds: float = 0.0
-    records: list[dict[str, Any]] = field(default_factory=list)
+
+    @functools.cached_property
+    def figures(self) -> dict[str, Any]:
+        return summarize_records(self.records)
+
+    @property
+    def n(self) -> int:
+        return len(self.records)
 
     @property
     def complete(self) -> bool:
         return self.n == self.wanted
 
-    def _per_q(self, total: float) -> float:
-        return total / self.n if self.n else 0.0
-
     @property
     def accuracy(self) -> float:
-        return self._per_q(self.correct)
+        return self.figures["accuracy"] or 0.0
 
     @property
     def tokens_per_q(self) -> float:
-        return self._per_q(self.metered_tokens)
+        """Metered tokens per question (see :mod:`frames_dspy.records`)."""
+        return self.figures["tokens_per_question"]
 
     @property
     def recall_by_round(self) -> list[float]:
         """Mean gold-article recall per round over every question with a gold article."""
-        return mean_recall(r.get("recall") for r in self.records)[0]
+        return self.figures["recall_by_round"]
 
     @property
     def recall(self) -> float:
@@ -219,28 +222,25 @@ class DevScore:
 
     def value(self, objective: str) -> float:
         """The study's first objective: see :data:`OBJECTIVES`."""
-        if objective == "accuracy":
-            return self.accuracy
-        if objective == "recall":
-            return self.recall
-        if objective == "accuracy+recall":
-            # Recall breaks ties only: it adds less than one question's worth of accuracy.
-            return self.accuracy + self.recall / (self.n + 1)
-        raise ValueError(f"unknown objective {objective!r}; choose one of {', '.join(OBJECTIVES)}")
+        if objective not in OBJECTIVES:
+            raise ValueError(
+                f"unknown objective {objective!r}; choose one of {', '.join(OBJECTIVES)}"
+            )
+        return objective_value(self.figures, objective)
 
     def attrs(self) -> dict[str, Any]:
         """The numbers stored as a trial's user attributes."""
-        by_round = self.recall_by_round
+        f, by_round = self.figures, self.recall_by_round
         return {
             "accuracy": round(self.accuracy, 6),
             "recall": round(self.recall, 6),
             "recall_round1": round(by_round[0], 6) if by_round else None,
             "tokens_per_q": round(self.tokens_per_q, 2),
-            "reported_tokens_per_q": round(self._per_q(self.reported_tokens), 2),
-            "lm_calls_per_q": round(self._per_q(self.lm_calls), 3),
-            "judge_calls": self.judge_calls,
-            "judge_errors": self.judge_errors,
-            "program_errors": self.program_errors,
+            "reported_tokens_per_q": round(f["reported_tokens_per_question"], 2),
+            "lm_calls_per_q": round(f["lm_calls_per_question"], 3),
+            "judge_calls": f["judge_calls"],
+            "judge_errors": f["judge_errors"],
+            "program_errors": f["program_errors"],
             "n_questions": self.n,
             "seconds": round(self.seconds, 2),
         }
@@ -275,22 +275,8 @@ def score_program(
         on_record=[sink.append] if sink is not None else [],
         stop=(lambda: "max-lm-calls reached" if budget.exhausted else None) if budget else None,
     )
-    results = runner.run(label, program, examples)
-    score = DevScore(wanted=len(examples))
-    for record in results:
-        score.records.append(record)
-        score.n += 1
-        score.correct += record["correct"] is True
-        score.judge_calls += record["judge_method"] in JUDGE_METHODS
-        score.judge_errors += record["judge_method"] == "judge_error"
-        score.program_errors += record["error"] is not None
-        score.lm_calls += int(record["lm_calls"] or 0)
-        score.metered_tokens += int(record["metered_tokens"])
-        score.reported_tokens += int(record["prompt_tokens"] or 0) + int(
-            record["completion_tokens"] or 0
-        )
-    score.seconds = time.perf_counter() - started
-    return score
+    records = runner.run(label, program, examples)
+    return DevScore(wanted=len(examples), records=records, seconds=time.perf_counter() - started)
 
 
 # --- the study's bookkeeping --------------------------------------------------------------------

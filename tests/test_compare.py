@@ -191,11 +191,12 @@ def test_judge_and_program_errors_count_as_wrong_and_are_shown(tmp_path):
     assert pair.a_to_b.ids == [1, 3]
 
 
-def test_tokens_per_question_sum_prompt_and_completion(tmp_path):
-    a = [record("naive", i, True, prompt_tokens=100, completion_tokens=20) for i in range(2)]
+def test_tokens_per_question_are_metered_tokens(tmp_path):
+    # As in every table: metered tokens, so a cached call (reported 0 tokens) still counts.
+    a = [record("naive", i, True, metered_tokens=120) for i in range(2)]
     b = [
-        record("naive", 0, True, prompt_tokens=300, completion_tokens=None),
-        record("naive", 1, True, prompt_tokens=500, completion_tokens=100),
+        record("naive", 0, True, prompt_tokens=0, completion_tokens=None, metered_tokens=300),
+        record("naive", 1, True, prompt_tokens=500, completion_tokens=100, metered_tokens=600),
     ]
     pair = compare(tmp_path, a, b).pairs[0]
     assert pair.tokens_per_q_a == 120 and pair.tokens_per_q_b == 450

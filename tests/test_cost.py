@@ -15,6 +15,7 @@ from frames_dspy.cost import (
 )
 from frames_dspy.lm import parse_spec
 from frames_dspy.programs import ProgramSpec
+from frames_dspy.records import QuestionRecord
 
 
 def test_single_call_programs_cost_one_answer_call_with_their_budget():
@@ -55,13 +56,16 @@ def test_a_known_api_model_is_priced_from_litellms_bundled_map():
 
 def test_spend_meter_adds_reported_tokens_and_dollars():
     spend = SpendMeter(lambda p, c: (p + c) / 1000, lambda p, c: None)
-    record = {"prompt_tokens": 900, "completion_tokens": 100, "judge_prompt_tokens": 50}
+    record = QuestionRecord(
+        "naive", 1, prompt_tokens=900, completion_tokens=100, judge_prompt_tokens=50
+    )
     spend(record)
-    spend({"prompt_tokens": 0, "completion_tokens": 0})  # a cached answer costs nothing
-    assert record["cost_usd"] == pytest.approx(1.0)
+    # A cached answer costs nothing, whatever it was metered at.
+    spend(QuestionRecord("naive", 2, prompt_tokens=0, completion_tokens=0, metered_tokens=999))
+    assert record.cost_usd == pytest.approx(1.0)
     assert spend.dollars == pytest.approx(1.0) and spend.tokens == 1050
     unpriced = SpendMeter(lambda p, c: None, lambda p, c: None)
-    unpriced({"prompt_tokens": 5, "completion_tokens": 5})
+    unpriced(QuestionRecord("naive", 3, prompt_tokens=5, completion_tokens=5))
     assert unpriced.dollars is None and unpriced.tokens == 10
 
 

@@ -207,7 +207,7 @@ def test_a_run_scored_by_the_old_autorater_is_not_resumed(data, tmp_path):
             progress=False,
         )
     # Its records still read and summarise.
-    assert report.summarize_run(report.predictions_frame(out))["naive"]["n"] == 1
+    assert report.summarize(report.load_records(out))["naive"]["n"] == 1
 
 
 def test_resume_with_only_some_of_the_conditions(data, tmp_path):

@@ -234,15 +234,16 @@ def test_a_recall_compile_answers_nothing_on_dev_or_test(tiny, tmp_path):
 
 
 def test_the_keep_check_pairs_questions():
+    from frames_dspy.records import QuestionRecord
     from optimize.final import paired_dev_check
 
-    before = [{"id": i, "recall": [0.0, 0.5], "correct": False} for i in range(20)]
-    after = [{"id": i, "recall": [0.5, 1.0], "correct": i < 10} for i in range(20)]
+    before = [QuestionRecord("t", i, recall=[0.0, 0.5], correct=False) for i in range(20)]
+    after = [QuestionRecord("t", i, recall=[0.5, 1.0], correct=i < 10) for i in range(20)]
     up = paired_dev_check(before, after, "recall")
     assert up["n"] == 20 and up["diff"] == pytest.approx(0.5) and up["ci95"] == [0.5, 0.5]
     down = paired_dev_check(after, before, "accuracy")
     assert down["diff"] == pytest.approx(-0.5) and down["ci95"][1] < 0
-    assert paired_dev_check(before, [{"id": 99, "recall": None}], "recall") is None
+    assert paired_dev_check(before, [QuestionRecord("t", 99)], "recall") is None
 
 
 def test_demos_a_writer_could_read_off_its_inputs_come_first(tiny):

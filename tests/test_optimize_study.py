@@ -29,6 +29,7 @@ from optuna.trial import TrialState
 
 from frames_dspy.accounting import CallBudget
 from frames_dspy.programs import ProgramSpec
+from frames_dspy.records import QuestionRecord
 from optimize.compile import build_parser
 from optimize.config import CompileConfig
 from optimize.study import (
@@ -247,7 +248,14 @@ def test_a_trials_parameters_become_a_multihop_spec():
 def test_a_dev_score_per_question():
     empty = DevScore(wanted=3)
     assert (empty.accuracy, empty.tokens_per_q, empty.complete) == (0.0, 0.0, False)
-    score = DevScore(n=3, wanted=3, correct=2, lm_calls=7, metered_tokens=3001, reported_tokens=900)
+    records = [
+        QuestionRecord("trial-0", 1, correct=True, lm_calls=3, metered_tokens=1000,
+                       prompt_tokens=280, completion_tokens=20),
+        QuestionRecord("trial-0", 2, correct=True, lm_calls=2, metered_tokens=1000),
+        QuestionRecord("trial-0", 3, correct=None, judge_method="judge_error", lm_calls=2,
+                       metered_tokens=1001, prompt_tokens=500, completion_tokens=100),
+    ]  # fmt: skip
+    score = DevScore(wanted=3, records=records)
     attrs = score.attrs()
     assert score.complete
     assert attrs["accuracy"] == round(2 / 3, 6)
@@ -255,6 +263,7 @@ def test_a_dev_score_per_question():
     assert attrs["reported_tokens_per_q"] == 300.0
     assert attrs["lm_calls_per_q"] == 2.333
     assert attrs["n_questions"] == 3
+    assert attrs["judge_errors"] == 1 and attrs["judge_calls"] == 1
 
 
 FIXED = {  # a search space with a single configuration

@@ -5,18 +5,16 @@ from __future__ import annotations
 import json
 import math
 
-import pandas as pd
 import pytest
 
 from frames_dspy import report
+from frames_dspy.records import QuestionRecord, read_records, record_fields
 from frames_dspy.report import (
     PAPER_ACCURACY,
     accuracy_by_article_count,
     accuracy_by_reasoning_type,
     failure_breakdown,
-    predictions_frame,
-    read_predictions,
-    summarize_run,
+    summarize,
     table3_markdown,
     wilson_interval,
     write_reports,
@@ -24,23 +22,50 @@ from frames_dspy.report import (
 
 
 def record(condition, qid, correct, **extra):
+    """A complete record: every field is named, so a field added to the record fails here
+    until the helper (and what the tests assume of it) says what it holds."""
     base = {
         "condition": condition,
         "id": qid,
+        "question": f"question {qid}",
+        "gold_answer": "gold",
+        "answer": "gold" if correct else "other",
         "correct": correct,
         "judge_method": "exact" if correct else "judge",
+        "judge_p_true": None,
+        "judge_explanation": "",
         "error": None,
+        "error_kind": None,
         "reasoning_types": ["Numerical reasoning"],
         "n_gold": 2,
+        "gold_ids": [],
+        "gold_titles": [],
+        "context_ids": [],
         "recall": None,
+        "queries": [],
+        "query_stats": None,
         "query_repetition_rate": None,
-        "lm_calls": 1,
+        "packing": None,
+        "answer_in_context": None,
         "prompt_tokens": 100,
         "completion_tokens": 10,
+        "lm_calls": 1,
+        "cached_calls": 0,
+        "failed_calls": 0,
+        "retries": 0,
+        "metered_tokens": 110,
+        "judge_calls": 0,
+        "judge_cached_calls": 0,
+        "judge_prompt_tokens": 0,
+        "judge_completion_tokens": 0,
         "seconds": 1.0,
+        "cost_usd": None,
     }
+    assert set(base) == set(record_fields()), "the helper must build a full record"
+    unknown = set(extra) - set(base)
+    assert not unknown, f"not record fields: {unknown}"
     base.update(extra)
-    return base
+    return QuestionRecord(**base)
 
 
 @pytest.fixture
@@ -90,6 +115,7 @@ def records():
             lm_calls=0,
             prompt_tokens=0,
             completion_tokens=0,
+            metered_tokens=0,
             n_gold=7,
         ),
     ]
@@ -121,7 +147,7 @@ def test_wilson_interval_edge_cases():
 
 
 def test_summarize_run(records):
-    summary = summarize_run(predictions_frame(records))
+    summary = summarize(records)
     assert list(summary) == ["naive", "oracle", "multistep-planning"]
 
     naive = summary["naive"]
@@ -144,16 +170,27 @@ def test_summarize_run(records):
     assert multi["recall_by_round"] == pytest.approx([1 / 3, 0.5, 0.5])
     assert multi["lm_calls_per_question"] == pytest.approx(8 / 3)
     assert multi["tokens_per_question"] == pytest.approx(220 / 3)
+    assert multi["reported_tokens_per_question"] == pytest.approx(220 / 3)
     assert multi["query_repetition_rate"] == pytest.approx(0.25)
     json.dumps(summary)  # the summary is written as JSON
 
 
-def test_summarize_empty_frame():
-    assert summarize_run(pd.DataFrame()) == {}
+def test_summarize_no_records():
+    assert summarize([]) == {}
+
+
+def test_tokens_are_metered_tokens_and_reported_ones_are_named_so():
+    # A cached call reports no tokens but is metered: tokens/q counts it.
+    cached = record("naive", 1, True, prompt_tokens=0, completion_tokens=0, metered_tokens=500)
+    fresh = record("naive", 2, True, prompt_tokens=480, completion_tokens=20, metered_tokens=510)
+    row = summarize([cached, fresh])["naive"]
+    assert row["tokens_per_question"] == pytest.approx(505)
+    assert row["reported_tokens_per_question"] == pytest.approx(250)
+    assert "| 505 |" in table3_markdown({"naive": row})
 
 
 def test_table3_markdown_has_the_papers_column(records):
-    summary = summarize_run(predictions_frame(records))
+    summary = summarize(records)
     table = table3_markdown(summary, model="qwen-0.5b")
     header, rule, *rows = table.strip().splitlines()
     assert "accuracy (qwen-0.5b)" in header
@@ -169,13 +206,13 @@ def test_table3_markdown_has_the_papers_column(records):
 
 
 def test_table3_shows_a_dash_where_the_paper_has_no_figure():
-    summary = summarize_run(predictions_frame([record("bm25-2", 1, True)]))
+    summary = summarize([record("bm25-2", 1, True)])
     row = table3_markdown(summary).strip().splitlines()[-1]
     assert row.split("|")[-2].strip() == "—"
 
 
 def test_accuracy_by_reasoning_type_explodes_multi_type_rows(records):
-    table = accuracy_by_reasoning_type(predictions_frame(records))
+    table = accuracy_by_reasoning_type(records)
     assert set(table.index) == {"Numerical reasoning", "Tabular reasoning"}
     # Question 1 carries both types under multistep-planning and counts in both rows.
     assert table.loc["Tabular reasoning", "multistep-planning"] == pytest.approx(1 / 2)
@@ -187,14 +224,14 @@ def test_accuracy_by_reasoning_type_explodes_multi_type_rows(records):
 
 
 def test_accuracy_by_article_count_bins_six_and_more(records):
-    table = accuracy_by_article_count(predictions_frame(records))
+    table = accuracy_by_article_count(records)
     assert list(table.index) == ["2", "6+"]
     assert table.loc["6+", "questions"] == 1
     assert table.loc["2", "oracle"] == pytest.approx(1 / 2)
 
 
 def test_failure_breakdown(records):
-    failures = failure_breakdown(predictions_frame(records))
+    failures = failure_breakdown(records)
     kinds = {(str(r.condition), r.id): r.failure for r in failures.itertuples()}
     assert kinds == {
         ("naive", 2): "retrieval miss",
@@ -206,20 +243,20 @@ def test_failure_breakdown(records):
     }
 
 
-def test_read_predictions_ignores_a_torn_last_line_only(tmp_path):
+def test_read_records_ignores_a_torn_last_line_only(tmp_path):
     path = tmp_path / "predictions.jsonl"
-    path.write_text(json.dumps(record("naive", 1, True)) + "\n" + '{"condition": "na')
-    assert [r["id"] for r in read_predictions(path)] == [1]
-    path.write_text('{"broken\n' + json.dumps(record("naive", 1, True)) + "\n")
+    path.write_text(record("naive", 1, True).to_json() + "\n" + '{"condition": "na')
+    assert [r.id for r in read_records(path)] == [1]
+    path.write_text('{"broken\n' + record("naive", 1, True).to_json() + "\n")
     with pytest.raises(ValueError, match="line 1"):
-        read_predictions(path)
-    assert read_predictions(tmp_path / "absent.jsonl") == []
+        read_records(path)
+    assert read_records(tmp_path / "absent.jsonl") == []
 
 
 def test_write_reports(tmp_path, records):
     with (tmp_path / "predictions.jsonl").open("w") as handle:
         for row in records:
-            handle.write(json.dumps(row) + "\n")
+            handle.write(row.to_json() + "\n")
     summary = write_reports(tmp_path, model="tiny")
     names = {p.name for p in tmp_path.iterdir()}
     assert {
@@ -243,18 +280,18 @@ def test_write_reports_on_an_empty_run(tmp_path):
 
 
 def test_condition_order_follows_the_paper():
-    frame = predictions_frame([record(c, 1, True) for c in ["program", "oracle", "naive"]])
-    assert list(frame["condition"].cat.categories) == ["naive", "oracle", "program"]
+    summary = summarize([record(c, 1, True) for c in ["program", "oracle", "naive"]])
+    assert list(summary) == ["naive", "oracle", "program"]
     assert report.CONDITION_ORDER[0] == "naive"
 
 
 def test_failure_table_counts_each_outcome_per_type_and_condition(records):
-    table = report.failure_table(predictions_frame(records))
+    table = report.failure_table(records)
     oracle = table.xs("oracle", level="condition").sum()
     assert oracle["answers"] == 3
     assert (oracle["correct"], oracle["judge error"], oracle["reasoning miss"]) == (1, 1, 1)
     assert (table["answers"] == table.drop(columns="answers").sum(axis=1)).all()
-    assert report.failure_table(pd.DataFrame()).empty
+    assert report.failure_table([]).empty
 
 
 def test_failure_examples_name_the_gold_articles_never_in_context():
@@ -262,13 +299,13 @@ def test_failure_examples_name_the_gold_articles_never_in_context():
         record("bm25-2", 1, False, gold_ids=["a", "b"], context_ids=[["a", "x"]], recall=[0.5],
                question="q", gold_answer="g", answer="wrong", judge_explanation="no"),
     ]  # fmt: skip
-    examples = report.failure_examples(predictions_frame(rows))
+    examples = report.failure_examples(rows)
     assert examples.loc[:, "missing_gold"].tolist() == [["b"]]
     assert examples.iloc[0]["failure"] == "retrieval miss"
 
 
 def test_plot_failures_by_type_writes_a_png(tmp_path, records):
-    report.plot_failures_by_type(predictions_frame(records), tmp_path / "failures.png")
+    report.plot_failures_by_type(records, tmp_path / "failures.png")
     assert (tmp_path / "failures.png").stat().st_size > 1000
 
 
@@ -278,13 +315,13 @@ def test_an_overruled_verdict_still_counts_as_a_judge_call():
         record("naive", 2, True, judge_method="exact"),
         record("naive", 3, False, judge_method="judge"),
     ]
-    assert summarize_run(predictions_frame(rows))["naive"]["judge_calls"] == 2
+    assert summarize(rows)["naive"]["judge_calls"] == 2
 
 
 def test_summary_and_table_say_who_decided(records):
-    records[3]["judge_p_true"] = None
-    records[5]["judge_p_true"] = 0.31  # the oracle's LM verdict that had logprobs
-    summary = summarize_run(predictions_frame(records))
+    records[3].judge_p_true = None
+    records[5].judge_p_true = 0.31  # the oracle's LM verdict that had logprobs
+    summary = summarize(records)
     oracle = summary["oracle"]
     assert oracle["verdicts_by_method"] == {"exact": 1, "judge": 1, "judge_error": 1}
     assert oracle["rule_verdicts"] == 1 and oracle["lm_verdicts"] == 2
@@ -299,7 +336,7 @@ def test_summary_and_table_say_who_decided(records):
 
 def test_old_runs_without_verdict_counts_still_render():
     rows = [record("naive", 1, True, judge_method="contains")]
-    summary = summarize_run(predictions_frame(rows))
+    summary = summarize(rows)
     assert summary["naive"]["rule_verdicts"] == 1  # the old deterministic match was a rule
     del summary["naive"]["rule_verdicts"]
     assert "| naive | 1 | 1.000 |" in table3_markdown(summary)

@@ -24,10 +24,15 @@ from test_report_html import FLIPS, data, make_run  # noqa: F401 (data: a fixtur
 from benchmarks.report_html import BrowserMissing, chromium, measure, open_page, synthetic_run
 from frames_dspy.comparison import CompareConfig, compare_runs
 from frames_dspy.judge.autorater import is_rule_method
-from frames_dspy.report import read_predictions
 from frames_dspy.report.__main__ import main
 
 pytestmark = pytest.mark.browser
+
+
+def read_predictions(path) -> list[dict]:
+    """The JSON objects of a predictions.jsonl as written on disk."""
+    lines = Path(path).read_text(encoding="utf-8").splitlines()
+    return [json.loads(line) for line in lines if line.strip()]
 
 
 @pytest.fixture(scope="module")

@@ -17,7 +17,7 @@ from test_evaluate import FIXTURES, LEITH, config_for, judge, program_lm
 
 from frames_dspy.comparison import CompareConfig, compare_runs
 from frames_dspy.evaluation import run_evaluation
-from frames_dspy.report import read_predictions
+from frames_dspy.records import QuestionRecord
 from frames_dspy.report.__main__ import main
 from frames_dspy.report.html_report import (
     gold_rounds,
@@ -28,6 +28,12 @@ from frames_dspy.report.html_report import (
 
 #: Run B answers question 1 right ("305") and question 0 wrong: flips both ways.
 FLIPS = {"How many years passed": "305", "French Open men's singles": "Rafael Nadal"}
+
+
+def read_predictions(path) -> list[dict]:
+    """The JSON objects of a predictions.jsonl as written on disk."""
+    lines = Path(path).read_text(encoding="utf-8").splitlines()
+    return [json.loads(line) for line in lines if line.strip()]
 
 
 @pytest.fixture
@@ -113,17 +119,20 @@ def test_answer_in_context_is_recorded_and_summed(run_a):
 
 
 def test_rows_carry_outcome_verdict_source_and_gold_rounds():
-    base = {"condition": "x", "id": 1, "correct": False, "judge_method": "judge", "error": None}
-    assert outcome({**base, "correct": True}) == "correct"
-    assert outcome(base) == "wrong"
-    assert outcome({**base, "error": "RuntimeError('boom')"}) == "failed"
-    assert outcome({**base, "correct": None, "judge_method": "judge_error"}) == "judge error"
+    def base(**fields):
+        return QuestionRecord(**{"condition": "x", "id": 1, "correct": False,
+                                 "judge_method": "judge", **fields})  # fmt: skip
+
+    assert outcome(base(correct=True)) == "correct"
+    assert outcome(base()) == "wrong"
+    assert outcome(base(error="RuntimeError('boom')")) == "failed"
+    assert outcome(base(correct=None, judge_method="judge_error")) == "judge error"
     assert verdict_source("exact") == "rule"
     assert verdict_source("judge") == "lm"
     assert verdict_source(None) == "none"
     rounds = [["a", "c"], ["a", "c", "b"]]
-    assert gold_rounds({"gold_ids": ["b", "a", "z"], "context_ids": rounds}) == [2, 1, None]
-    assert gold_rounds({"gold_ids": ["b"], "context_ids": []}) == [None]
+    assert gold_rounds(base(gold_ids=["b", "a", "z"], context_ids=rounds)) == [2, 1, None]
+    assert gold_rounds(base(gold_ids=["b"], context_ids=[])) == [None]
 
 
 def test_two_runs_show_the_flips_of_compare(data, tmp_path, run_a):

@@ -16,14 +16,19 @@ from datetime import datetime, timedelta
 import dspy
 import pytest
 
+from frames_dspy import records as records_module
 from frames_dspy import run_folder
+from frames_dspy.records import QuestionRecord, read_records
 from frames_dspy.run_folder import (
     RunFolder,
     environment_record,
     package_versions,
-    read_predictions,
     setting_differences,
 )
+
+
+def rec(condition, qid, **fields) -> QuestionRecord:
+    return QuestionRecord(condition=condition, id=qid, **fields)
 
 
 def lines_of(run: RunFolder) -> list[str]:
@@ -32,14 +37,14 @@ def lines_of(run: RunFolder) -> list[str]:
 
 def test_run_folder_append_and_done(tmp_path):
     run = RunFolder(tmp_path / "run")
-    run.append({"condition": "naive", "id": 3, "answer": "x"})
-    run.append({"condition": "oracle", "id": "4", "answer": "y"})
+    run.append(rec("naive", 3, answer="x"))
+    run.append(rec("oracle", "4", answer="y"))
     assert run.done() == {("naive", 3), ("oracle", 4)}
     with run.predictions.open("a") as handle:
         handle.write('{"condition": "naive", "id"')
     reopened = RunFolder(tmp_path / "run")
     assert reopened.done() == {("naive", 3), ("oracle", 4)}
-    reopened.append({"condition": "naive", "id": 5})
+    reopened.append(rec("naive", 5))
     assert [json.loads(line)["id"] for line in lines_of(reopened)] == [3, "4", 5]
     reopened.write_json("extra.json", {"a": 1})
     assert json.loads((reopened.path / "extra.json").read_text()) == {"a": 1}
@@ -54,12 +59,12 @@ def test_append_writes_one_line_per_record_and_syncs_it(tmp_path, monkeypatch):
         synced.append(fd)
         real_fsync(fd)
 
-    monkeypatch.setattr(run_folder.os, "fsync", fsync)
+    monkeypatch.setattr(records_module.os, "fsync", fsync)
     run = RunFolder(tmp_path / "run")
     assert not run.predictions.exists()  # created by the first append, not by opening
     records = [
-        {"condition": "naive", "id": 0, "answer": "line one\nline two", "path": tmp_path},
-        {"condition": "naive", "id": 1, "answer": "Zürich – 東京", "queries": [["a", "b"]]},
+        rec("naive", 0, answer="line one\nline two", packing={"path": tmp_path}),
+        rec("naive", 1, answer="Zürich – 東京", queries=[["a", "b"]]),
     ]
     for n, record in enumerate(records, start=1):
         run.append(record)
@@ -68,10 +73,11 @@ def test_append_writes_one_line_per_record_and_syncs_it(tmp_path, monkeypatch):
         assert len(synced) == n
     first, second = (json.loads(line) for line in lines_of(run))
     assert first["answer"] == "line one\nline two"
-    assert first["path"] == str(tmp_path)  # anything JSON lacks is written as text
+    assert first["packing"]["path"] == str(tmp_path)  # anything JSON lacks is written as text
     assert second["answer"] == "Zürich – 東京"
     assert "東京" in run.predictions.read_text(encoding="utf-8")  # kept readable, not \u-escaped
-    assert run.records() == [{**records[0], "path": str(tmp_path)}, records[1]]
+    records[0].packing = {"path": str(tmp_path)}
+    assert run.records() == records
 
 
 def test_concurrent_appends_never_interleave(tmp_path):
@@ -84,7 +90,7 @@ def test_concurrent_appends_never_interleave(tmp_path):
         for i in range(per_thread):
             # Lines longer than a write buffer go out in several writes: without the lock (or with
             # a record written in pieces) other threads' lines would land between them.
-            run.append({"condition": f"t{t}", "id": i, "answer": f"{t}-{i}-" + "x" * 20_000})
+            run.append(rec(f"t{t}", i, answer=f"{t}-{i}-" + "x" * 20_000))
 
     workers = [threading.Thread(target=writer, args=(t,)) for t in range(threads)]
     for worker in workers:
@@ -104,12 +110,12 @@ def test_opening_repairs_a_torn_last_line(tmp_path, caplog):
     folder.mkdir()
     whole = '{"condition": "naive", "id": 0}\n{"condition": "naive", "id": 1}\n'
     (folder / "predictions.jsonl").write_text(whole + '{"condition": "nai', encoding="utf-8")
-    with caplog.at_level(logging.WARNING, logger="frames_dspy.run_folder"):
+    with caplog.at_level(logging.WARNING, logger="frames_dspy.records"):
         run = RunFolder(folder)
     assert run.predictions.read_text(encoding="utf-8") == whole
     assert "incomplete last line" in caplog.text
-    run.append({"condition": "naive", "id": 2})
-    assert [r["id"] for r in run.records()] == [0, 1, 2]
+    run.append(rec("naive", 2))
+    assert [r.id for r in run.records()] == [0, 1, 2]
 
 
 def test_opening_leaves_a_whole_file_alone_and_empties_a_lone_torn_line(tmp_path, caplog):
@@ -117,7 +123,7 @@ def test_opening_leaves_a_whole_file_alone_and_empties_a_lone_torn_line(tmp_path
     whole.mkdir()
     text = '{"condition": "naive", "id": 0}\n'
     (whole / "predictions.jsonl").write_text(text, encoding="utf-8")
-    with caplog.at_level(logging.WARNING, logger="frames_dspy.run_folder"):
+    with caplog.at_level(logging.WARNING, logger="frames_dspy.records"):
         RunFolder(whole)
     assert (whole / "predictions.jsonl").read_text(encoding="utf-8") == text
     assert caplog.records == []
@@ -130,23 +136,29 @@ def test_opening_leaves_a_whole_file_alone_and_empties_a_lone_torn_line(tmp_path
     assert run.done() == set()
 
 
-def test_read_predictions_names_a_corrupt_middle_line(tmp_path):
+def test_read_records_names_a_corrupt_middle_line(tmp_path):
     path = tmp_path / "predictions.jsonl"
-    path.write_text('{"id": 0}\n{"id": 1, oops}\n{"id": 2}\n', encoding="utf-8")
+    path.write_text(
+        '{"condition": "c", "id": 0}\n{"id": 1, oops}\n{"condition": "c", "id": 2}\n',
+        encoding="utf-8",
+    )
     with pytest.raises(ValueError, match="line 2 is not valid JSON") as info:
-        read_predictions(path)
+        read_records(path)
     assert str(path) in str(info.value)
     # RunFolder does not hide it either: only a torn *last* line is repaired.
     with pytest.raises(ValueError, match="line 2"):
         RunFolder(tmp_path).done()
 
 
-def test_read_predictions_skips_blank_lines_and_a_torn_tail(tmp_path, caplog):
+def test_read_records_skips_blank_lines_and_a_torn_tail(tmp_path, caplog):
     path = tmp_path / "predictions.jsonl"
-    assert read_predictions(path) == []  # no file yet: nothing recorded
-    path.write_text('{"id": 0}\n\n{"id": 1}\n{"id": 2, "ans', encoding="utf-8")
-    with caplog.at_level(logging.WARNING, logger="frames_dspy.run_folder"):
-        assert read_predictions(path) == [{"id": 0}, {"id": 1}]
+    assert read_records(path) == []  # no file yet: nothing recorded
+    path.write_text(
+        '{"condition": "c", "id": 0}\n\n{"condition": "c", "id": 1}\n{"id": 2, "ans',
+        encoding="utf-8",
+    )
+    with caplog.at_level(logging.WARNING, logger="frames_dspy.records"):
+        assert read_records(path) == [rec("c", 0), rec("c", 1)]
     assert "ignoring an incomplete last line" in caplog.text
 
 

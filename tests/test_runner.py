@@ -85,17 +85,17 @@ def test_records_come_back_in_input_order_whatever_the_finish_order():
         return f"gold {i}"
 
     def hook(record):
-        hooked.append((record["id"], threading.get_ident()))
-        delivered[record["id"]].set()
+        hooked.append((record.id, threading.get_ident()))
+        delivered[record.id].set()
 
     runner = Runner(UNUSED, judge(), threads=n, on_record=[hook])
     records = runner.run("scripted", Scripted(script), examples(n))
 
-    assert [r["id"] for r in records] == [0, 1, 2, 3]
+    assert [r.id for r in records] == [0, 1, 2, 3]
     assert [i for i, _ in hooked] == [3, 2, 1, 0]  # once each, as they finished
     assert {thread for _, thread in hooked} == {threading.get_ident()}  # in the caller's thread
-    assert all(r["condition"] == "scripted" and r["correct"] for r in records)
-    assert [r["judge_method"] for r in records] == ["exact"] * n
+    assert all(r.condition == "scripted" and r.correct for r in records)
+    assert [r.judge_method for r in records] == ["exact"] * n
 
 
 def test_every_hook_sees_every_record_once():
@@ -104,7 +104,7 @@ def test_every_hook_sees_every_record_once():
         UNUSED,
         judge(),
         threads=3,
-        on_record=[lambda r: seen_a.append(r["id"]), lambda r: seen_b.append(r["id"])],
+        on_record=[lambda r: seen_a.append(r.id), lambda r: seen_b.append(r.id)],
     )
     records = runner.run("scripted", Scripted(lambda i: f"gold {i}"), examples(7))
     assert sorted(seen_a) == sorted(seen_b) == list(range(7))
@@ -125,7 +125,7 @@ def test_an_exhausted_budget_skips_the_questions_not_yet_started():
     )
     with attached_callbacks(lm, budget):
         records = runner.run("naive", Naive(), examples(5))
-    assert [r["id"] for r in records] == [0, 1]  # skipped questions leave no record
+    assert [r.id for r in records] == [0, 1]  # skipped questions leave no record
     assert runner.stopped == "the budget ran out"
     assert len(hooked) == 2
     assert len(lm.history) == 2 == budget.calls
@@ -139,13 +139,13 @@ def test_a_failing_program_is_recorded_as_an_empty_wrong_answer():
 
     records = Runner(UNUSED, judge(), threads=2).run("scripted", Scripted(script), examples(3))
     failed = records[1]
-    assert failed["error"] == "RuntimeError('index broken')"
-    assert failed["error_kind"] == "RuntimeError"
-    assert failed["answer"] == ""
-    assert (failed["correct"], failed["judge_method"]) == (False, "empty")
-    assert (failed["lm_calls"], failed["prompt_tokens"], failed["context_ids"]) == (0, 0, [])
-    assert [r["error"] for r in (records[0], records[2])] == [None, None]
-    assert records[0]["correct"] and records[2]["correct"]
+    assert failed.error == "RuntimeError('index broken')"
+    assert failed.error_kind == "RuntimeError"
+    assert failed.answer == ""
+    assert (failed.correct, failed.judge_method) == (False, "empty")
+    assert (failed.lm_calls, failed.prompt_tokens, failed.context_ids) == (0, 0, [])
+    assert [r.error for r in (records[0], records[2])] == [None, None]
+    assert records[0].correct and records[2].correct
 
 
 def test_an_lm_setup_error_aborts_the_run_and_cancels_the_rest():
@@ -162,7 +162,7 @@ def test_an_lm_setup_error_aborts_the_run_and_cancels_the_rest():
     with pytest.raises(RunAborted, match="set OPENAI_API_KEY") as info:
         runner.run("scripted", program, examples(20))
     assert isinstance(info.value.__cause__, LMSetupError)
-    assert [r["id"] for r in hooked] == [0]  # records handed out before the abort stay
+    assert [r.id for r in hooked] == [0]  # records handed out before the abort stay
     # The question running when the error came may finish; the queued ones never start.
     assert len(program.started) <= 3
 
@@ -191,8 +191,8 @@ def test_metering_adds_the_tokens_of_every_program_call():
         expected = math.ceil(len(prompt) / CHARS_PER_TOKEN) + math.ceil(
             len(reply) / CHARS_PER_TOKEN
         )
-        assert record["metered_tokens"] == expected
-        assert (record["lm_calls"], record["cached_calls"], record["retries"]) == (1, 0, 0)
+        assert record.metered_tokens == expected
+        assert (record.lm_calls, record.cached_calls, record.retries) == (1, 0, 0)
     assert lm.callbacks == []  # the meter is attached for the run only
 
 
@@ -230,10 +230,10 @@ def test_a_record_holds_the_gold_articles_and_their_recall():
         autorater=judge(),
         store=store,
     )
-    assert record["gold_ids"] == ["bell", "leith"] and record["n_gold"] == 2
-    assert record["recall"] == [0.0, 0.5]
-    assert record["queries"] == [["Question number 7?"], ["Bell birthplace"]]
-    assert (record["correct"], record["judge_method"]) == (True, "exact")
-    assert record["reasoning_types"] == ["Multiple constraints"]
+    assert record.gold_ids == ["bell", "leith"] and record.n_gold == 2
+    assert record.recall == [0.0, 0.5]
+    assert record.queries == [["Question number 7?"], ["Bell birthplace"]]
+    assert (record.correct, record.judge_method) == (True, "exact")
+    assert record.reasoning_types == ["Multiple constraints"]
     # The scripted program reports tokens but makes no LM call: the metered count says so.
-    assert (record["lm_calls"], record["prompt_tokens"], record["completion_tokens"]) == (0, 10, 2)
+    assert (record.lm_calls, record.prompt_tokens, record.completion_tokens) == (0, 10, 2)

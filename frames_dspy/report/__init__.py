@@ -2,38 +2,41 @@
 
 Shared by ``python -m frames_dspy.evaluate``, ``python -m optimize.compile`` and the notebooks,
 so every view of a run is computed one way. A run folder holds ``predictions.jsonl`` with one
-JSON object per question x condition (see ``frames_dspy.evaluate``).
+record per question x condition (:class:`frames_dspy.records.QuestionRecord`); its figures
+come from :func:`frames_dspy.summary.summarize`.
 """
 
 from __future__ import annotations
 
 import logging
 import math
-from collections.abc import Iterable, Sequence
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
 import pandas as pd
 
 from frames_dspy.files import atomic_write_json
-from frames_dspy.judge.autorater import JUDGE_METHODS, is_rule_method, method_counts
-from frames_dspy.metrics import mean_recall
-from frames_dspy.programs import CONDITIONS, PAPER_ACCURACY
-from frames_dspy.run_folder import read_predictions
+from frames_dspy.programs import PAPER_ACCURACY
+from frames_dspy.records import QuestionRecord, read_records, records_frame
+from frames_dspy.run_folder import load_records
+from frames_dspy.summary import CONDITION_ORDER, ordered_conditions, summarize, wilson_interval
 
 logger = logging.getLogger(__name__)
 
 __all__ = [
     "PAPER_ACCURACY",
     "CONDITION_ORDER",
-    "read_predictions",
-    "predictions_frame",
+    "load_records",
+    "read_records",
+    "records_frame",
     "wilson_interval",
-    "summarize_run",
+    "summarize",
     "table3_cells",
     "table3_markdown",
     "accuracy_by_reasoning_type",
     "accuracy_by_article_count",
+    "failure_kind",
     "failure_breakdown",
     "FAILURE_KINDS",
     "failure_table",
@@ -43,139 +46,6 @@ __all__ = [
     "plot_recall_by_round",
     "write_reports",
 ]
-
-#: Tables list conditions in the order of :data:`frames_dspy.programs.CONDITIONS`.
-CONDITION_ORDER = list(CONDITIONS)
-
-
-def predictions_frame(run: str | Path | Iterable[dict[str, Any]]) -> pd.DataFrame:
-    """A DataFrame of a run's predictions (a run folder, a jsonl path, or records)."""
-    if isinstance(run, str | Path):
-        path = Path(run)
-        records = read_predictions(path / "predictions.jsonl" if path.is_dir() else path)
-    else:
-        records = list(run)
-    frame = pd.DataFrame.from_records(records)
-    if not frame.empty and "condition" in frame:
-        order = [c for c in CONDITION_ORDER if c in set(frame["condition"])]
-        order += sorted(set(frame["condition"]) - set(order))
-        frame["condition"] = pd.Categorical(frame["condition"], categories=order, ordered=True)
-    return frame
-
-
-def wilson_interval(successes: int, n: int, z: float = 1.96) -> tuple[float, float]:
-    """The Wilson score interval for a proportion (95% by default); (nan, nan) when n is 0."""
-    if n == 0:
-        return (math.nan, math.nan)
-    p = successes / n
-    denom = 1 + z * z / n
-    centre = (p + z * z / (2 * n)) / denom
-    half = z * math.sqrt(p * (1 - p) / n + z * z / (4 * n * n)) / denom
-    return (max(0.0, centre - half), min(1.0, centre + half))
-
-
-def _mean(values: Iterable[float | None]) -> float | None:
-    kept = [v for v in values if v is not None and not (isinstance(v, float) and math.isnan(v))]
-    return sum(kept) / len(kept) if kept else None
-
-
-def _total(group: pd.DataFrame, column: str) -> int:
-    """Sum of a count column; records written before the column existed count 0."""
-    return int(group[column].fillna(0).sum()) if column in group else 0
-
-
-def _error_kinds(group: pd.DataFrame) -> dict[str, int]:
-    if "error" not in group:
-        return {}
-    failed = group[group["error"].notna()]
-    if "error_kind" in failed:
-        kinds = failed["error_kind"].fillna(failed["error"].str.split("(").str[0])
-    else:  # records written before error_kind existed: the type name leads the repr
-        kinds = failed["error"].str.split("(").str[0]
-    return {str(k): int(v) for k, v in kinds.value_counts().items()}
-
-
-def _verdicts(group: pd.DataFrame) -> dict[str, Any]:
-    """Who decided: verdicts per method, and how many came from rules and from the LM."""
-    methods = [m if isinstance(m, str) else None for m in group["judge_method"]]
-    p_true = group["judge_p_true"].dropna() if "judge_p_true" in group else pd.Series([])
-    return {
-        "verdicts_by_method": method_counts(methods),
-        "rule_verdicts": sum(is_rule_method(m) for m in methods),
-        "lm_verdicts": sum(m in JUDGE_METHODS for m in methods),
-        "lm_verdicts_with_p_true": int(p_true.size),
-    }
-
-
-def _answer_in_context(group: pd.DataFrame) -> dict[str, Any]:
-    """How often the gold answer was in the answer step's context, over the questions where
-    that could be checked, and how many wrong answers had it there (the model's failures)."""
-    if "answer_in_context" not in group:  # records written before the check existed
-        flags = pd.Series([None] * len(group), index=group.index, dtype=object)
-    else:
-        flags = group["answer_in_context"]
-    checked = flags.notna()
-    present = flags.eq(True)
-    return {
-        "answer_in_context": float(present[checked].mean()) if checked.any() else None,
-        "answer_in_context_n": int(checked.sum()),
-        "wrong_with_answer_in_context": int((present & group["correct"].ne(True)).sum()),
-    }
-
-
-def summarize_run(frame: pd.DataFrame) -> dict[str, dict[str, Any]]:
-    """Per condition: accuracy with a 95% interval over every question tried, failures by
-    kind, judge errors, who decided (verdicts per method, rules and LM), cached calls and
-    retries, whether the gold answer was in the answer step's context, recall per round (over
-    every question with a gold article), tokens, LM calls and seconds per question.
-
-    A program error or a judge error counts as not correct, so ``n`` is every question tried
-    and nothing is averaged over the successes only; ``accuracy_judged`` leaves judge errors
-    out, for comparison.
-    """
-    summary: dict[str, dict[str, Any]] = {}
-    if frame.empty:
-        return summary
-    for condition, group in frame.groupby("condition", observed=True):
-        n = len(group)
-        correct = int((group["correct"] == True).sum())  # noqa: E712 - None must not count
-        judge_errors = int(group["judge_method"].eq("judge_error").sum())
-        program_errors = int(group["error"].notna().sum()) if "error" in group else 0
-        low, high = wilson_interval(correct, n)
-        judged = n - judge_errors
-        tokens = group["prompt_tokens"].fillna(0) + group["completion_tokens"].fillna(0)
-        recall, recall_n = mean_recall(group.get("recall", pd.Series(dtype=object)))
-        lm_calls = _total(group, "lm_calls") + _total(group, "judge_calls")
-        cached = _total(group, "cached_calls") + _total(group, "judge_cached_calls")
-        summary[str(condition)] = {
-            "n": n,
-            "correct": correct,
-            "accuracy": correct / n if n else None,
-            "ci95": [low, high],
-            "accuracy_judged": correct / judged if judged else None,
-            "program_errors": program_errors,
-            "program_error_rate": program_errors / n if n else 0.0,
-            "program_errors_by_kind": _error_kinds(group),
-            "judge_errors": judge_errors,
-            "judge_calls": int(group["judge_method"].isin(JUDGE_METHODS).sum()),
-            **_verdicts(group),
-            "lm_calls": lm_calls,
-            "cached_calls": cached,
-            "retries": _total(group, "retries"),
-            "recall_by_round": recall,
-            "recall_n": recall_n,
-            **_answer_in_context(group),
-            "tokens_per_question": float(tokens.mean()),
-            "prompt_tokens_per_question": float(group["prompt_tokens"].fillna(0).mean()),
-            "metered_tokens_per_question": _total(group, "metered_tokens") / n,
-            "lm_calls_per_question": float(group["lm_calls"].fillna(0).mean()),
-            "cost_usd": float(group["cost_usd"].sum())
-            if "cost_usd" in group and group["cost_usd"].notna().any()
-            else None,
-            "query_repetition_rate": _mean(group.get("query_repetition_rate", [])),
-            "seconds_per_question": float(group["seconds"].mean()),
-        }
-    return summary
 
 
 def _fmt(value: float | None, digits: int = 3) -> str:
@@ -258,61 +128,87 @@ def table3_markdown(
     return "\n".join(lines) + "\n"
 
 
+def failure_kind(record: QuestionRecord) -> str | None:
+    """None for a correct answer; otherwise a retrieval miss (some gold article never reached
+    the context) or a reasoning miss (every gold article the corpus has was in context, still
+    wrong).
+
+    Naive has no context, so all its failures count as retrieval misses; a question without a
+    gold article in the corpus is ``no gold in corpus``; a question whose program failed is a
+    ``program error`` and a verdict the judge could not give a ``judge error``.
+    """
+    if record.is_correct:
+        return None
+    if record.failed:
+        return "program error"
+    if record.judge_failed:
+        return "judge error"
+    final = record.final_recall
+    if final is None:
+        return "no gold in corpus"
+    return "reasoning miss" if record.recall and final >= 1.0 else "retrieval miss"
+
+
+def _gold_bin(n_gold: int) -> str:
+    return "6+" if n_gold >= 6 else str(int(n_gold))
+
+
+def _outcomes(records: Sequence[QuestionRecord]) -> pd.DataFrame:
+    """One row per (record, reasoning type) with what the tables pivot on."""
+    rows = [
+        {
+            "cond": r.condition,
+            "qid": r.id,
+            "reasoning_type": kind,
+            "gold_articles": _gold_bin(r.n_gold),
+            "hit": float(r.is_correct),
+            "outcome": failure_kind(r) or "correct",
+        }
+        for r in records
+        for kind in (r.reasoning_types or [None])
+    ]
+    frame = pd.DataFrame(rows)
+    order = ordered_conditions(frame["cond"]) if rows else []
+    frame["cond"] = pd.Categorical(frame.get("cond", []), categories=order, ordered=True)
+    return frame
+
+
 def _pivot_accuracy(frame: pd.DataFrame, column: str) -> pd.DataFrame:
-    table = frame.assign(correct_=frame["correct"].eq(True).astype(float)).pivot_table(
-        index=column, columns="condition", values="correct_", aggfunc="mean", observed=True
+    table = frame.pivot_table(
+        index=column, columns="cond", values="hit", aggfunc="mean", observed=True
     )
-    counts = frame.groupby(column, observed=True)["id"].nunique()
+    table.columns.name = "condition"
+    counts = frame.groupby(column, observed=True)["qid"].nunique()
     table.insert(0, "questions", counts)
     return table
 
 
-def accuracy_by_reasoning_type(frame: pd.DataFrame) -> pd.DataFrame:
+def accuracy_by_reasoning_type(records: Sequence[QuestionRecord]) -> pd.DataFrame:
     """Accuracy per reasoning type (rows) and condition (columns); a question counts once per
     type it carries."""
-    exploded = frame.explode("reasoning_types").rename(
-        columns={"reasoning_types": "reasoning_type"}
-    )
-    return _pivot_accuracy(exploded, "reasoning_type")
+    return _pivot_accuracy(_outcomes(records), "reasoning_type")
 
 
-def accuracy_by_article_count(frame: pd.DataFrame) -> pd.DataFrame:
+def accuracy_by_article_count(records: Sequence[QuestionRecord]) -> pd.DataFrame:
     """Accuracy by the number of gold articles a question links (2, 3, 4, 5, 6+)."""
-    bins = frame["n_gold"].clip(upper=6).map(lambda n: "6+" if n >= 6 else str(int(n)))
-    return _pivot_accuracy(frame.assign(gold_articles=bins), "gold_articles")
+    once = _outcomes(records).drop_duplicates(["cond", "qid"])
+    return _pivot_accuracy(once, "gold_articles")
 
 
-def failure_breakdown(frame: pd.DataFrame) -> pd.DataFrame:
-    """Each wrong answer as a retrieval miss (some gold article never reached the context) or
-    a reasoning miss (every gold article the corpus has was in context, still wrong).
-
-    Naive has no context, so all its failures count as retrieval misses; rows whose gold
-    articles are all absent from the corpus are ``no gold in corpus``; a question whose program
-    failed is a ``program error`` and a verdict the judge could not give a ``judge error``.
-    """
-    wrong = frame[frame["correct"] != True].copy()  # noqa: E712
-
-    def kind(row) -> str:
-        if isinstance(row.get("error"), str):
-            return "program error"
-        if row.get("judge_method") == "judge_error":
-            return "judge error"
-        recall = row.get("recall")
-        if not isinstance(recall, list):
-            return "no gold in corpus"
-        if not recall:
-            return "retrieval miss"
-        return "reasoning miss" if recall[-1] >= 1.0 else "retrieval miss"
-
-    wrong["failure"] = wrong.apply(kind, axis=1)
-    return wrong
+def failure_breakdown(records: Sequence[QuestionRecord]) -> pd.DataFrame:
+    """The wrong answers (every field, as :func:`~frames_dspy.records.records_frame`) with
+    their :func:`failure_kind` in a ``failure`` column."""
+    wrong = [r for r in records if not r.is_correct]
+    frame = records_frame(wrong)
+    frame["failure"] = [failure_kind(r) for r in wrong]
+    return frame
 
 
-def plot_accuracy_by_type(frame: pd.DataFrame, path: str | Path | None = None):
+def plot_accuracy_by_type(records: Sequence[QuestionRecord], path: str | Path | None = None):
     """Grouped bars: accuracy per reasoning type, one bar per condition. Returns the figure."""
     import matplotlib.pyplot as plt
 
-    table = accuracy_by_reasoning_type(frame).drop(columns="questions")
+    table = accuracy_by_reasoning_type(records).drop(columns="questions")
     fig, ax = plt.subplots(figsize=(9, 4.5))
     table.plot.bar(ax=ax, width=0.8)
     ax.set_xlabel("reasoning type")
@@ -372,54 +268,57 @@ FAILURE_KINDS = [
 ]
 
 
-def failure_table(frame: pd.DataFrame) -> pd.DataFrame:
+def failure_table(records: Sequence[QuestionRecord]) -> pd.DataFrame:
     """Answers, correct ones and each failure kind, per (reasoning type, condition).
 
     A question counts once under every reasoning type it carries.
     """
     columns = ["answers", "correct", *FAILURE_KINDS]
-    if frame.empty:
+    if not records:
         return pd.DataFrame(columns=columns)
-    outcome = failure_breakdown(frame)["failure"].reindex(frame.index).fillna("correct")
-    exploded = (
-        frame.assign(outcome=outcome)
-        .explode("reasoning_types")
-        .rename(columns={"reasoning_types": "reasoning_type"})
-    )
-    table = exploded.pivot_table(
-        index=["reasoning_type", "condition"],
+    table = _outcomes(records).pivot_table(
+        index=["reasoning_type", "cond"],
         columns="outcome",
-        values="id",
+        values="qid",
         aggfunc="count",
         fill_value=0,
         observed=True,
     )
+    table.index = table.index.set_names(["reasoning_type", "condition"])
     table = table.reindex(columns=columns[1:], fill_value=0)
     table.insert(0, "answers", table.sum(axis=1))
     table.columns.name = None
     return table.astype(int)
 
 
-def failure_examples(frame: pd.DataFrame, store=None) -> pd.DataFrame:
+def failure_examples(records: Sequence[QuestionRecord], store=None) -> pd.DataFrame:
     """The wrong answers, one row each, with the gold articles that never reached the context
     (``missing_gold``: titles when an ``ArticleStore`` is given, else ids)."""
     columns = [
         "condition", "id", "reasoning_types", "question", "gold_answer", "answer",
         "failure", "n_gold", "missing_gold", "judge_explanation",
     ]  # fmt: skip
-    wrong = failure_breakdown(frame)
-    if wrong.empty:
-        return pd.DataFrame(columns=columns)
 
     def name(article_id: str) -> str:
         return store[article_id].title if store is not None and article_id in store else article_id
 
-    def missing(row) -> list[str]:
-        seen = {i for ids in (row.get("context_ids") or []) for i in ids}
-        return [name(i) for i in (row.get("gold_ids") or []) if i not in seen]
+    def missing(record: QuestionRecord) -> list[str]:
+        seen = {i for ids in record.context_ids for i in ids}
+        return [name(i) for i in record.gold_ids if i not in seen]
 
-    wrong["missing_gold"] = [missing(row) for _, row in wrong.iterrows()]
-    return wrong[[c for c in columns if c in wrong]].sort_values(["failure", "condition", "id"])
+    order = {name: n for n, name in enumerate(ordered_conditions(r.condition for r in records))}
+    wrong = sorted(
+        (r for r in records if not r.is_correct),
+        key=lambda r: (failure_kind(r), order[r.condition], r.id),
+    )
+    rows = [
+        (
+            r.condition, r.id, r.reasoning_types, r.question, r.gold_answer, r.answer,
+            failure_kind(r), r.n_gold, missing(r), r.judge_explanation,
+        )
+        for r in wrong
+    ]  # fmt: skip
+    return pd.DataFrame(rows, columns=columns)
 
 
 _OUTCOME_COLOURS = {
@@ -432,12 +331,12 @@ _OUTCOME_COLOURS = {
 }
 
 
-def plot_failures_by_type(frame: pd.DataFrame, path: str | Path | None = None):
+def plot_failures_by_type(records: Sequence[QuestionRecord], path: str | Path | None = None):
     """One panel per condition: each reasoning type's answers stacked as correct and each
     failure kind."""
     import matplotlib.pyplot as plt
 
-    table = failure_table(frame)
+    table = failure_table(records)
     present = [] if table.empty else list(table.index.get_level_values("condition"))
     conditions = list(dict.fromkeys(present)) or ["(no answers)"]
     cols = min(3, len(conditions))
@@ -482,19 +381,19 @@ def write_reports(
     ``notes`` (how the run was made: judge, cache, an early stop) head ``table.md``.
     """
     run_dir = Path(run_dir)
-    frame = predictions_frame(run_dir)
-    summary = summarize_run(frame)
+    records = load_records(run_dir)
+    summary = summarize(records)
     atomic_write_json(run_dir / "summary.json", summary)
-    if frame.empty:
+    if not records:
         return summary
     table = table3_markdown(summary, model=model, notes=notes)
     (run_dir / "table.md").write_text(table, encoding="utf-8")
     (run_dir / "by_reasoning_type.md").write_text(
-        accuracy_by_reasoning_type(frame).round(3).to_markdown() + "\n", encoding="utf-8"
+        accuracy_by_reasoning_type(records).round(3).to_markdown() + "\n", encoding="utf-8"
     )
     (run_dir / "by_article_count.md").write_text(
-        accuracy_by_article_count(frame).round(3).to_markdown() + "\n", encoding="utf-8"
+        accuracy_by_article_count(records).round(3).to_markdown() + "\n", encoding="utf-8"
     )
-    plot_accuracy_by_type(frame, run_dir / "accuracy_by_reasoning_type.png")
+    plot_accuracy_by_type(records, run_dir / "accuracy_by_reasoning_type.png")
     plot_recall_by_round(summary, run_dir / "recall_by_round.png")
     return summary

@@ -24,7 +24,9 @@ from typing import Any
 from frames_dspy.comparison import CompareConfig, compare_runs, comparison_dict, load_run
 from frames_dspy.files import atomic_write_text
 from frames_dspy.judge.autorater import JUDGE_METHODS, is_rule_method
-from frames_dspy.report import CONDITION_ORDER, predictions_frame, summarize_run, table3_cells
+from frames_dspy.records import QuestionRecord
+from frames_dspy.report import CONDITION_ORDER, table3_cells
+from frames_dspy.summary import summarize
 
 logger = logging.getLogger(__name__)
 
@@ -52,13 +54,13 @@ PLOTS = {
 _HEADLINE = ("model", "judge_model", "cache", "api_base", "judge_api_base", "context_tokens")
 
 
-def outcome(record: dict[str, Any]) -> str:
+def outcome(record: QuestionRecord) -> str:
     """``failed`` (the program raised), ``judge error``, ``correct`` or ``wrong``."""
-    if record.get("error"):
+    if record.error:
         return "failed"
-    if record.get("judge_method") == "judge_error":
+    if record.judge_failed:
         return "judge error"
-    return "correct" if record.get("correct") is True else "wrong"
+    return "correct" if record.is_correct else "wrong"
 
 
 def verdict_source(method: str | None) -> str:
@@ -68,62 +70,60 @@ def verdict_source(method: str | None) -> str:
     return "lm" if method in JUDGE_METHODS else "none"
 
 
-def gold_rounds(record: dict[str, Any]) -> list[int | None]:
+def gold_rounds(record: QuestionRecord) -> list[int | None]:
     """For each gold article of the record, the first round (1-based) it was in context, or
     None when it never was."""
-    rounds = record.get("context_ids") or []
     found: list[int | None] = []
-    for gold in record.get("gold_ids") or []:
-        first = next((i for i, ids in enumerate(rounds, start=1) if gold in ids), None)
+    for gold in record.gold_ids:
+        first = next((i for i, ids in enumerate(record.context_ids, start=1) if gold in ids), None)
         found.append(first)
     return found
 
 
 def _questions_and_rows(
-    records: Iterable[dict[str, Any]], run: int, questions: dict[str, list]
+    records: Iterable[QuestionRecord], run: int, questions: dict[str, list]
 ) -> list[dict[str, Any]]:
     """Compact rows for the page; a question's own text is stored once in ``questions``."""
     rows = []
     for r in records:
-        qid = str(r.get("id"))
+        qid = str(r.id)
         if qid not in questions:
-            titles = r.get("gold_titles") or r.get("gold_ids") or []
+            titles = r.gold_titles or r.gold_ids
             questions[qid] = [
-                r.get("question", ""),
-                r.get("gold_answer", ""),
-                list(r.get("reasoning_types") or []),
-                r.get("n_gold"),
+                r.question,
+                r.gold_answer,
+                list(r.reasoning_types),
+                r.n_gold,
                 list(titles),
             ]
-        tokens = (r.get("prompt_tokens") or 0) + (r.get("completion_tokens") or 0)
-        packing = r.get("packing") or {}
+        packing = r.packing or {}
         packed = [packing.get(k) for k in ("articles", "truncated", "used_tokens")]
         rows.append(
             {
                 "run": run,
-                "c": str(r.get("condition")),
+                "c": r.condition,
                 "i": qid,
-                "a": r.get("answer") or "",
+                "a": r.answer or "",
                 "o": outcome(r),
-                "m": r.get("judge_method"),
-                "src": verdict_source(r.get("judge_method")),
-                "x": r.get("judge_explanation") or "",
-                "p": r.get("judge_p_true"),
-                "e": r.get("error"),
+                "m": r.judge_method,
+                "src": verdict_source(r.judge_method),
+                "x": r.judge_explanation or "",
+                "p": r.judge_p_true,
+                "e": r.error,
                 "g": gold_rounds(r),
-                "gi": list(r.get("gold_ids") or []),
-                "rc": r.get("recall"),
-                "q": r.get("queries") or [],
-                "aic": r.get("answer_in_context"),
+                "gi": list(r.gold_ids),
+                "rc": r.recall,
+                "q": r.queries,
+                "aic": r.answer_in_context,
                 # No article ever reached the answer step (naive, or a failure before retrieval).
-                "nc": not r.get("context_ids") and not packing,
-                "t": tokens,
-                "mt": r.get("metered_tokens"),
-                "jt": (r.get("judge_prompt_tokens") or 0) + (r.get("judge_completion_tokens") or 0),
-                "s": r.get("seconds"),
-                "lc": r.get("lm_calls"),
-                "cc": r.get("cached_calls"),
-                "rt": r.get("retries"),
+                "nc": not r.context_ids and not packing,
+                "t": r.tokens,
+                "rp": r.reported_tokens,
+                "jt": r.judge_tokens,
+                "s": r.seconds,
+                "lc": r.lm_calls,
+                "cc": r.cached_calls,
+                "rt": r.retries,
                 "pk": packed if packing else None,
             }
         )
@@ -158,8 +158,10 @@ def _notes(run_dir: Path) -> list[str]:
     return notes
 
 
-def _run_part(run_dir: Path, config: dict[str, Any], records: list[dict]) -> dict[str, Any]:
-    summary = summarize_run(predictions_frame(records))
+def _run_part(
+    run_dir: Path, config: dict[str, Any], records: list[QuestionRecord]
+) -> dict[str, Any]:
+    summary = summarize(records)
     model = (config.get("settings") or {}).get("model", "")
     header, cells = table3_cells(summary, model=model)
     return {

@@ -105,7 +105,7 @@
     r.q.forEach((round) => queries.append(el("li", { text: round.join(" | ") || "(none)" })));
     add("queries per round", r.q.length ? queries : "—");
     if (r.pk) add("packing", `${r.pk[0]} articles, ${r.pk[1]} cut, ${r.pk[2]} tokens`);
-    add("tokens", `${r.t} program as reported, ${r.mt ?? "—"} metered (${r.lc ?? "—"} LM calls, ${r.cc ?? 0} cached, ${r.rt ?? 0} retries), ${r.jt} judge`);
+    add("tokens", `${r.t} program, metered (${r.lc} LM calls, ${r.cc} cached, ${r.rt} retries; ${r.rp} as the LM reported them), ${r.jt} judge`);
     add("seconds", fmt(r.s, 2));
     if (r.e) add("error", el("pre", { class: "no", text: r.e }));
     add("link", el("a", { href: "#row=" + encodeURIComponent(key(r)), text: "#row=" + key(r) }));
