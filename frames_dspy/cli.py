@@ -15,8 +15,9 @@ import traceback
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from frames_dspy.lm.cache import CACHE_MODES
-from frames_dspy.tracking import DEFAULT_STORE
+from frames_dspy.programs import condition_names
+from frames_dspy.session import ModelDataSettings
+from frames_dspy.settings import options
 
 __all__ = [
     "CommandParser",
@@ -28,6 +29,10 @@ __all__ = [
     "int_list",
     "int_range",
     "limit_or_all",
+    "add_settings",
+    "option_group",
+    "id_list",
+    "condition_list",
     "add_model_arguments",
     "add_tracking_arguments",
     "add_data_arguments",
@@ -144,119 +149,137 @@ def choice_list(choices: Sequence[str], what: str):
     return parse
 
 
+def id_list(name: str):
+    """An argparse type for question ids and inclusive ranges, e.g. ``0,5,7-9``."""
+
+    def parse(text: str) -> list[int]:
+        ids: list[int] = []
+        for part in text.split(","):
+            part = part.strip()
+            if not part:
+                continue
+            try:
+                if "-" in part:
+                    low, high = (int(x) for x in part.split("-", 1))
+                    ids.extend(range(low, high + 1))
+                else:
+                    ids.append(int(part))
+            except ValueError:
+                raise argparse.ArgumentTypeError(
+                    f"{name} {text!r}: {part!r} is not an id or a range like 3-7"
+                ) from None
+        if not ids:
+            raise argparse.ArgumentTypeError(f"{name} {text!r} selects no question")
+        return ids
+
+    return parse
+
+
+def condition_list(name: str):
+    """An argparse type for comma-separated condition names (bm25-N, phrases-N included)."""
+
+    def parse(text: str) -> tuple[str, ...]:
+        try:
+            return condition_names(text)
+        except ValueError as err:
+            raise argparse.ArgumentTypeError(str(err)) from None
+
+    return parse
+
+
+_KIND_TYPES: dict[str, Callable[[str], Callable[[str], Any]]] = {
+    "int": lambda flag: int,
+    "float": lambda flag: float,
+    "positive_int": positive_int,
+    "non_negative_int": non_negative_int,
+    "positive_float": positive_float,
+    "fraction": fraction,
+    "int_range": lambda flag: int_range,
+    "int_list": int_list,
+    "limit_or_all": limit_or_all,
+    "condition_list": condition_list,
+    "id_list": id_list,
+}
+
+
+def option_group(parser: argparse.ArgumentParser, title: str):
+    """The parser's section called ``title`` (made if it has none yet)."""
+    for group in parser._action_groups:  # noqa: SLF001 - reuse a section by its title
+        if group.title == title:
+            return group
+    return parser.add_argument_group(title)
+
+
+def add_settings(
+    parser: argparse.ArgumentParser,
+    config_type: type,
+    entry: str,
+    *,
+    defaults: Any = None,
+    groups: Sequence[str] | None = None,
+    skip: Sequence[str] = (),
+    types: dict[str, Callable[[str], Any]] | None = None,
+) -> None:
+    """Add the options ``entry`` takes of ``config_type``'s declared settings
+    (:func:`frames_dspy.settings.setting`), each under its group's section.
+
+    Args:
+        defaults: The values shown and used as defaults (default: the declared ones).
+        groups: Only the settings of these groups (default: all).
+        skip: Field names not to add.
+        types: Parsers of the value kinds only this entry point knows (e.g. ``pick``).
+    """
+    for name, option, default in options(config_type, entry):
+        if name in skip or (groups is not None and option.group not in groups):
+            continue
+        if defaults is not None:
+            default = getattr(defaults, name)
+        kwargs: dict[str, Any] = {"dest": name, "help": option.help}
+        if option.kind == "flag":
+            kwargs.update(action="store_true", default=bool(default))
+        elif option.kind == "no_flag":
+            kwargs.update(action="store_false", default=bool(default))
+        elif option.kind == "on_off":
+            kwargs.update(action=argparse.BooleanOptionalAction, default=default)
+        else:
+            kwargs["default"] = default
+            if option.kind == "optional_value":
+                kwargs.update(nargs="?", const=option.const)
+            elif option.kind == "choice_list":
+                what = option.flag[2:].replace("-", " ").removesuffix("s") + "(s)"
+                kwargs["type"] = choice_list(option.choices, what)
+            elif option.kind in _KIND_TYPES:
+                kwargs["type"] = _KIND_TYPES[option.kind](option.flag)
+            elif option.kind in (types or {}):
+                kwargs["type"] = types[option.kind]
+            elif option.kind != "str":
+                raise ValueError(f"{option.flag}: no parser for value kind {option.kind!r}")
+            if option.choices is not None and option.kind != "choice_list":
+                kwargs["choices"] = list(option.choices)
+            if option.metavar is not None:
+                kwargs["metavar"] = option.metavar
+        option_group(parser, option.group).add_argument(option.flag, **kwargs)
+
+
 def add_model_arguments(parser: argparse.ArgumentParser, defaults: Any) -> None:
     """``--model``, ``--api-base``, the judge's options, ``--temperature``, ``--max-tokens``,
-    and the MLflow options of :func:`add_tracking_arguments`."""
-    models = parser.add_argument_group("models")
-    models.add_argument(
-        "--model",
-        default=defaults.model,
-        help="program LM: 'local' (embedded, offline), 'local-1.5b', 'local:/path.gguf', or a "
-        "LiteLLM model string such as openai/gpt-4o-mini (default %(default)s)",
-    )
-    models.add_argument(
-        "--api-base",
-        default=None,
-        help="OpenAI-compatible server for --model (vLLM, Ollama, llama.cpp)",
-    )
-    models.add_argument(
-        "--judge-model",
-        default=None,
-        help="autorater LM for the items its rules leave (default: the same as --model, which "
-        "inflates scores; a run says so)",
-    )
-    models.add_argument("--judge-api-base", default=None, help="server for --judge-model")
-    models.add_argument("--temperature", type=float, default=defaults.temperature)
-    models.add_argument(
-        "--lm-timeout",
-        type=positive_float("--lm-timeout"),
-        default=None,
-        metavar="SECONDS",
-        help="seconds one LM call may take; a slower call is retried (API models) and then "
-        "recorded as that question's error (default: the provider's; none for the embedded "
-        "model)",
-    )
-    models.add_argument(
-        "--cache",
-        choices=CACHE_MODES,
-        default=defaults.cache,
-        help="DSPy's response cache for program and judge calls: on (reuse answers; they are "
-        "counted as cached in the table), off (no reads, no writes), refresh (no reads, "
-        "overwrite). Keyed by model file and API base (default %(default)s)",
-    )
-    models.add_argument(
-        "--max-tokens",
-        type=positive_int("--max-tokens"),
-        default=defaults.max_tokens,
-        help="output tokens per program LM call (default %(default)s)",
-    )
+    and the MLflow options of :func:`add_tracking_arguments` (declared in
+    :class:`frames_dspy.session.ModelDataSettings`)."""
+    add_settings(parser, ModelDataSettings, "validate", defaults=defaults, groups=("models",))
     # Every command that runs models can log them to MLflow.
     add_tracking_arguments(parser, defaults)
 
 
 def add_tracking_arguments(parser: argparse.ArgumentParser, defaults: Any) -> None:
     """``--mlflow [URI]``, ``--mlflow-experiment``, ``--mlflow-traces`` (MLflow is optional)."""
-    tracking = parser.add_argument_group("tracking (optional: pip install -e '.[mlflow]')")
-    tracking.add_argument(
-        "--mlflow",
-        nargs="?",
-        const=DEFAULT_STORE,
-        default=None,
-        metavar="URI",
-        help="log the run to MLflow: a tracking URI (sqlite:///..., http://...) or a folder "
-        f"for a local SQLite store (default when given alone: {DEFAULT_STORE}/)",
-    )
-    tracking.add_argument(
-        "--mlflow-experiment",
-        default=defaults.mlflow_experiment,
-        help="MLflow experiment name (default %(default)s)",
-    )
-    tracking.add_argument(
-        "--mlflow-traces",
-        action="store_true",
-        help="also record DSPy's traces of every LM call (mlflow.dspy.autolog; implies --mlflow)",
-    )
+    tracking = {o.group for n, o, _ in options(ModelDataSettings) if n.startswith("mlflow")}
+    add_settings(parser, ModelDataSettings, "validate", defaults=defaults, groups=tracking)
 
 
 def add_data_arguments(parser: argparse.ArgumentParser, defaults: Any) -> None:
     """``--dataset``, ``--revision``, ``--corpus``, ``--aliases``, ``--distractors``,
     ``--wiki-api``, ``--retriever``."""
-    data = parser.add_argument_group("data")
-    data.add_argument(
-        "--dataset",
-        default=defaults.dataset,
-        help="hub id or local .tsv/.csv (default: %(default)s)",
-    )
-    data.add_argument("--revision", default=None, help="hub revision to pin")
-    data.add_argument(
-        "--corpus",
-        default=None,
-        help="articles JSONL(.gz) (default: frames_wiki/pages.jsonl.gz under $FRAMES_DATA_DIR)",
-    )
-    data.add_argument(
-        "--aliases",
-        default=None,
-        help="link -> page_id TSV (default: frames_link_to_page.tsv beside the corpus)",
-    )
-    data.add_argument(
-        "--distractors",
-        default=None,
-        help="distractor summaries JSON added to the index, or 'none' (default: the Vital "
-        "Articles summaries under $FRAMES_DATA_DIR, with the default corpus only)",
-    )
-    data.add_argument(
-        "--wiki-api",
-        default=None,
-        metavar="URL",
-        help="MediaWiki API to fetch the corpus from when none is given (default: "
-        "Wikipedia's; the fetch goes to the user cache once, FRAMES_DSPY_CACHE moves it)",
-    )
-    data.add_argument(
-        "--retriever",
-        choices=["bm25s", "rank-bm25"],
-        default=defaults.retriever,
-        help="BM25 backend (default %(default)s)",
-    )
+    add_settings(parser, ModelDataSettings, "evaluate", defaults=defaults, groups=("data",))
 
 
 def start_command(*, verbose: bool = False) -> None:

@@ -20,13 +20,9 @@ from pathlib import Path
 from frames_dspy import report
 from frames_dspy.cli import (
     CommandParser,
-    add_data_arguments,
-    add_model_arguments,
+    add_settings,
     add_verbose_argument,
-    fraction,
-    non_negative_int,
-    positive_float,
-    positive_int,
+    option_group,
     report_error,
     start_command,
 )
@@ -35,42 +31,15 @@ from frames_dspy.data import DatasetError
 from frames_dspy.download import DownloadError
 from frames_dspy.evaluation import EvalConfig, run_evaluation
 from frames_dspy.lm import LMSetupError
-from frames_dspy.programs import CONDITIONS, condition_names
+from frames_dspy.programs import CONDITIONS
 from frames_dspy.runner import RunAborted
 
 __all__ = ["EvalConfig", "run_evaluation", "build_parser", "main"]
 
 
-def _parse_ids(text: str) -> list[int]:
-    ids: list[int] = []
-    for part in text.split(","):
-        part = part.strip()
-        if not part:
-            continue
-        try:
-            if "-" in part:
-                low, high = (int(x) for x in part.split("-", 1))
-                ids.extend(range(low, high + 1))
-            else:
-                ids.append(int(part))
-        except ValueError:
-            raise argparse.ArgumentTypeError(
-                f"--ids {text!r}: {part!r} is not an id or a range like 3-7"
-            ) from None
-    if not ids:
-        raise argparse.ArgumentTypeError(f"--ids {text!r} selects no question")
-    return ids
-
-
-def _conditions(text: str) -> tuple[str, ...]:
-    try:
-        return condition_names(text)
-    except ValueError as err:
-        raise argparse.ArgumentTypeError(str(err)) from None
-
-
 def build_parser() -> argparse.ArgumentParser:
-    defaults = EvalConfig()
+    # --conditions defaults to None here: alone, --program runs only the program.
+    defaults = EvalConfig(conditions=None)
     conditions = "\n".join(f"  {name:<20} {c.summary}" for name, c in CONDITIONS.items())
     parser = CommandParser(
         prog="python -m frames_dspy.evaluate",
@@ -104,108 +73,11 @@ def build_parser() -> argparse.ArgumentParser:
             "are saved)."
         ),
     )
-    what = parser.add_argument_group("what to run")
-    what.add_argument(
-        "--conditions",
-        type=_conditions,
-        default=None,
-        help=f"comma-separated; default all: {','.join(CONDITIONS)}; also bm25-N for the "
-        "top N articles for the question (any N >= 1, e.g. bm25-12) and phrases-N (no LM: "
-        "the question's capitalised phrases as extra queries, N articles)",
-    )
-    what.add_argument(
-        "--program",
-        default=None,
-        help="a program.json from optimize.compile, run as condition 'program' "
-        "(alone unless --conditions is also given)",
-    )
-    what.add_argument(
-        "--rounds",
-        type=positive_int("--rounds"),
-        default=defaults.rounds,
-        help="multi-step rounds (default %(default)s, the paper's)",
-    )
-    what.add_argument(
-        "--k",
-        type=positive_int("--k"),
-        default=defaults.k,
-        help="queries per round (default %(default)s)",
-    )
-    what.add_argument(
-        "--n-docs",
-        type=positive_int("--n-docs"),
-        default=defaults.n_docs,
-        help="articles per query per round (default %(default)s)",
-    )
-    what.add_argument(
-        "--no-question-query",
-        dest="include_question",
-        action="store_false",
-        help="do not use the question itself as one of each round's queries",
-    )
-    what.add_argument("--cot", action="store_true", help="answer with chain of thought")
-    what.add_argument(
-        "--retrieval-only",
-        action="store_true",
-        help="run only the retrieval half of each program: no answer and no judge call, so "
-        "accuracy is not measured (every answer is empty) but recall and query tokens are",
-    )
-    what.add_argument(
-        "--context-tokens",
-        type=positive_int("--context-tokens"),
-        default=None,
-        help="token budget for articles in the answer prompt (default: from the "
-        "model: 2000 for the embedded model, up to 100k for API models)",
-    )
-    add_model_arguments(parser, defaults)
-    add_data_arguments(parser, defaults)
-    sel = parser.add_argument_group("which questions")
-    sel.add_argument(
-        "--split",
-        choices=["all", "train", "dev", "test"],
-        default="all",
-        help="a seeded stratified split (sizes --train/--dev; test is the rest)",
-    )
-    sel.add_argument("--train", type=non_negative_int("--train"), default=defaults.train)
-    sel.add_argument("--dev", type=non_negative_int("--dev"), default=defaults.dev)
-    sel.add_argument(
-        "--limit", type=positive_int("--limit"), default=None, help="first N selected questions"
-    )
-    sel.add_argument("--ids", type=_parse_ids, default=None, help="question ids, e.g. 0,5,7-9")
-    run = parser.add_argument_group("run")
-    run.add_argument(
-        "--threads",
-        type=positive_int("--threads"),
-        default=defaults.threads,
-        help="questions in parallel (the embedded model serialises its calls)",
-    )
-    run.add_argument(
-        "--max-failure-rate",
-        type=fraction("--max-failure-rate"),
-        default=defaults.max_failure_rate,
-        help="exit with status 1, loudly, when more than this share of a condition's "
-        "questions failed (default %(default)s); the records stay",
-    )
-    run.add_argument(
-        "--max-lm-calls",
-        type=positive_int("--max-lm-calls"),
-        default=None,
-        help="start no question after this many LM calls (program and judge, cached ones "
-        "included); finished questions are kept, a rerun with the same --out continues",
-    )
-    run.add_argument(
-        "--max-cost",
-        type=positive_float("--max-cost"),
-        default=None,
-        metavar="DOLLARS",
-        help="start no question once this much was spent (API models LiteLLM can price)",
-    )
-    run.add_argument(
-        "--out",
-        default=None,
-        help="run folder (default runs/<timestamp>); an existing one is resumed",
-    )
-    run.add_argument("--seed", type=int, default=defaults.seed, help="split seed")
+    # Every setting EvalConfig declares (frames_dspy.settings), in its sections; the
+    # shared model and data settings come first, as ModelDataSettings declares them.
+    parser.add_argument_group("what to run")
+    add_settings(parser, EvalConfig, "evaluate", defaults=defaults)
+    run = option_group(parser, "run")
     run.add_argument("--quiet", action="store_true", help="no progress bars")
     add_verbose_argument(run)
     return parser

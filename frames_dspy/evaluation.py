@@ -16,7 +16,7 @@ import contextlib
 import logging
 import tempfile
 from collections.abc import Callable
-from dataclasses import asdict, dataclass, field, replace
+from dataclasses import asdict, dataclass, replace
 from datetime import datetime
 from pathlib import Path
 from typing import Any
@@ -48,6 +48,7 @@ from frames_dspy.session import (
     load_store,
     open_session,
 )
+from frames_dspy.settings import setting
 from frames_dspy.tracking import log_evaluation
 
 logger = logging.getLogger(__name__)
@@ -68,6 +69,10 @@ RESUME_KEYS = (
     "program",
     "retrieval_only",
 )
+
+
+_EVALUATE = ("evaluate",)
+_WHAT, _WHICH, _RUN = "what to run", "which questions", "run"
 
 
 @dataclass
@@ -93,25 +98,138 @@ class EvalConfig(ModelDataSettings):
             LiteLLM can price); finished questions are kept and a rerun continues.
     """
 
-    conditions: list[str] = field(default_factory=lambda: list(CONDITIONS))
-    split: str = "all"
-    train: int = 50
-    dev: int = 50
-    limit: int | None = None
-    ids: list[int] | None = None
-    rounds: int = 5
-    k: int = 5
-    n_docs: int = 10
-    include_question: bool = True
-    cot: bool = False
-    retrieval_only: bool = False
-    threads: int = 1
-    program: str | None = None
-    out: str | None = None
-    seed: int = 0
-    max_failure_rate: float = 0.05
-    max_lm_calls: int | None = None
-    max_cost: float | None = None
+    conditions: list[str] = setting(
+        default_factory=lambda: list(CONDITIONS),
+        kind="condition_list",
+        group=_WHAT,
+        entries=_EVALUATE,
+        help=f"comma-separated; default all: {','.join(CONDITIONS)}; also bm25-N for the "
+        "top N articles for the question (any N >= 1, e.g. bm25-12) and phrases-N (no LM: "
+        "the question's capitalised phrases as extra queries, N articles)",
+    )
+    split: str = setting(
+        "all",
+        group=_WHICH,
+        entries=_EVALUATE,
+        choices=("all", "train", "dev", "test"),
+        help="a seeded stratified split (sizes --train/--dev; test is the rest)",
+    )
+    train: int = setting(
+        50,
+        kind="non_negative_int",
+        group=_WHICH,
+        entries=_EVALUATE,
+        help="train questions of the split (default %(default)s; optimize.compile's default is "
+        "20, different on purpose: pass a compile run's --train/--dev to score its test split, "
+        "as its reproduce command does)",
+    )
+    dev: int = setting(
+        50,
+        kind="non_negative_int",
+        group=_WHICH,
+        entries=_EVALUATE,
+        help="dev questions of the split (default %(default)s; optimize.compile's is 20, see "
+        "--train)",
+    )
+    limit: int | None = setting(
+        None,
+        kind="positive_int",
+        group=_WHICH,
+        entries=_EVALUATE,
+        help="first N selected questions",
+    )
+    ids: list[int] | None = setting(
+        None,
+        kind="id_list",
+        group=_WHICH,
+        entries=_EVALUATE,
+        help="question ids, e.g. 0,5,7-9",
+    )
+    rounds: int = setting(
+        5,
+        kind="positive_int",
+        group=_WHAT,
+        entries=_EVALUATE,
+        help="multi-step rounds (default %(default)s, the paper's)",
+    )
+    k: int = setting(
+        5,
+        kind="positive_int",
+        group=_WHAT,
+        entries=_EVALUATE,
+        help="queries per round (default %(default)s)",
+    )
+    n_docs: int = setting(
+        10,
+        kind="positive_int",
+        group=_WHAT,
+        entries=_EVALUATE,
+        help="articles per query per round (default %(default)s)",
+    )
+    include_question: bool = setting(
+        True,
+        flag="--no-question-query",
+        kind="no_flag",
+        group=_WHAT,
+        entries=_EVALUATE,
+        help="do not use the question itself as one of each round's queries",
+    )
+    cot: bool = setting(
+        False, kind="flag", group=_WHAT, entries=_EVALUATE, help="answer with chain of thought"
+    )
+    retrieval_only: bool = setting(
+        False,
+        kind="flag",
+        group=_WHAT,
+        entries=_EVALUATE,
+        help="run only the retrieval half of each program: no answer and no judge call, so "
+        "accuracy is not measured (every answer is empty) but recall and query tokens are",
+    )
+    threads: int = setting(
+        1,
+        kind="positive_int",
+        group=_RUN,
+        entries=_EVALUATE,
+        help="questions in parallel (the embedded model serialises its calls)",
+    )
+    program: str | None = setting(
+        None,
+        group=_WHAT,
+        entries=_EVALUATE,
+        help="a program.json from optimize.compile, run as condition 'program' "
+        "(alone unless --conditions is also given)",
+    )
+    out: str | None = setting(
+        None,
+        group=_RUN,
+        entries=_EVALUATE,
+        help="run folder (default runs/<timestamp>); an existing one is resumed",
+    )
+    seed: int = setting(0, kind="int", group=_RUN, entries=_EVALUATE, help="split seed")
+    max_failure_rate: float = setting(
+        0.05,
+        kind="fraction",
+        group=_RUN,
+        entries=_EVALUATE,
+        help="exit with status 1, loudly, when more than this share of a condition's "
+        "questions failed (default %(default)s); the records stay",
+    )
+    max_lm_calls: int | None = setting(
+        None,
+        kind="positive_int",
+        group=_RUN,
+        entries=_EVALUATE,
+        help="start no question after this many LM calls (program and judge, cached ones "
+        "included); finished questions are kept, a rerun with the same --out continues",
+    )
+    max_cost: float | None = setting(
+        None,
+        kind="positive_float",
+        group=_RUN,
+        entries=_EVALUATE,
+        metavar="DOLLARS",
+        help="start no question once this much was spent (API models LiteLLM can price)",
+    )
 
 
 def _select(examples: list[dspy.Example], config: EvalConfig) -> list[dspy.Example]:

@@ -11,7 +11,7 @@ from __future__ import annotations
 import dataclasses
 import logging
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field, fields
+from dataclasses import dataclass, fields
 from typing import Any
 
 import dspy
@@ -20,10 +20,11 @@ from frames_dspy.corpus import ArticleStore, default_aliases, load_corpus
 from frames_dspy.data import dataset_fingerprint
 from frames_dspy.judge.autorater import AUTORATER, Autorater
 from frames_dspy.lm import ModelSpec, context_window, make_lm, parse_spec
-from frames_dspy.lm.cache import use_cache
+from frames_dspy.lm.cache import CACHE_MODES, use_cache
 from frames_dspy.paths import data_file, default_dataset
 from frames_dspy.run_folder import environment_record
-from frames_dspy.tracking import DEFAULT_EXPERIMENT, check_tracking, enable_traces
+from frames_dspy.settings import setting
+from frames_dspy.tracking import DEFAULT_EXPERIMENT, DEFAULT_STORE, check_tracking, enable_traces
 from frames_dspy.wikipedia import corpus_manifest, default_corpus
 
 logger = logging.getLogger(__name__)
@@ -56,6 +57,11 @@ SESSION_KEYS = (
 )
 
 
+#: Entry points that take the model options (``judge validate`` runs models too).
+_MODEL_ENTRIES = ("evaluate", "compile", "validate")
+_TRACKING = "tracking (optional: pip install -e '.[mlflow]')"
+
+
 @dataclass
 class ModelDataSettings:
     """The model and data settings every entry point shares.
@@ -85,28 +91,126 @@ class ModelDataSettings:
             :mod:`frames_dspy.tracking`). They change no result.
     """
 
-    model: str = "local"
-    judge_model: str | None = None
-    api_base: str | None = None
-    judge_api_base: str | None = None
-    autorater: str = AUTORATER
-    temperature: float = 0.0
+    model: str = setting(
+        "local",
+        group="models",
+        entries=_MODEL_ENTRIES,
+        help="program LM: 'local' (embedded, offline), 'local-1.5b', 'local:/path.gguf', or a "
+        "LiteLLM model string such as openai/gpt-4o-mini (default %(default)s)",
+    )
+    judge_model: str | None = setting(
+        None,
+        group="models",
+        entries=_MODEL_ENTRIES,
+        help="autorater LM for the items its rules leave (default: the same as --model, which "
+        "inflates scores; a run says so)",
+    )
+    api_base: str | None = setting(
+        None,
+        group="models",
+        entries=_MODEL_ENTRIES,
+        help="OpenAI-compatible server for --model (vLLM, Ollama, llama.cpp)",
+    )
+    judge_api_base: str | None = setting(
+        None, group="models", entries=_MODEL_ENTRIES, help="server for --judge-model"
+    )
+    autorater: str = setting(AUTORATER, flag=None, help="the autorater's version (a record)")
+    temperature: float = setting(
+        0.0, kind="float", group="models", entries=_MODEL_ENTRIES, help="program LM temperature"
+    )
     # Answers and query lists are short; a small model that loops stops here instead of
     # spending minutes (and a parse-failure retry) on 512 tokens of repetition.
-    max_tokens: int = 256
-    lm_timeout: float | None = None
-    cache: str = "on"
-    context_tokens: int | None = None
-    dataset: str = field(default_factory=default_dataset)
-    revision: str | None = None
-    corpus: str | None = None
-    aliases: str | None = None
-    distractors: str | None = None
-    wiki_api: str | None = None
-    retriever: str = "bm25s"
-    mlflow: str | None = None
-    mlflow_experiment: str = DEFAULT_EXPERIMENT
-    mlflow_traces: bool = False
+    max_tokens: int = setting(
+        256,
+        kind="positive_int",
+        group="models",
+        entries=_MODEL_ENTRIES,
+        help="output tokens per program LM call (default %(default)s)",
+    )
+    lm_timeout: float | None = setting(
+        None,
+        kind="positive_float",
+        group="models",
+        entries=_MODEL_ENTRIES,
+        metavar="SECONDS",
+        help="seconds one LM call may take; a slower call is retried (API models) and then "
+        "recorded as that question's error (default: the provider's; none for the embedded "
+        "model)",
+    )
+    cache: str = setting(
+        "on",
+        group="models",
+        entries=_MODEL_ENTRIES,
+        choices=CACHE_MODES,
+        help="DSPy's response cache for program and judge calls: on (reuse answers; they are "
+        "counted as cached in the table), off (no reads, no writes), refresh (no reads, "
+        "overwrite). Keyed by model file and API base (default %(default)s)",
+    )
+    context_tokens: int | None = setting(
+        None,
+        kind="positive_int",
+        group="answer prompt",
+        help="token budget for articles in the answer prompt (default: from the model: 2000 "
+        "for the embedded model, up to 100k for API models)",
+    )
+    dataset: str = setting(
+        default_factory=default_dataset,
+        group="data",
+        help="hub id or local .tsv/.csv (default: %(default)s)",
+    )
+    revision: str | None = setting(None, group="data", help="hub revision to pin")
+    corpus: str | None = setting(
+        None,
+        group="data",
+        help="articles JSONL(.gz) (default: frames_wiki/pages.jsonl.gz under $FRAMES_DATA_DIR)",
+    )
+    aliases: str | None = setting(
+        None,
+        group="data",
+        help="link -> page_id TSV (default: frames_link_to_page.tsv beside the corpus)",
+    )
+    distractors: str | None = setting(
+        None,
+        group="data",
+        help="distractor summaries JSON added to the index, or 'none' (default: the Vital "
+        "Articles summaries under $FRAMES_DATA_DIR, with the default corpus only)",
+    )
+    wiki_api: str | None = setting(
+        None,
+        group="data",
+        metavar="URL",
+        help="MediaWiki API to fetch the corpus from when none is given (default: "
+        "Wikipedia's; the fetch goes to the user cache once, FRAMES_DSPY_CACHE moves it)",
+    )
+    retriever: str = setting(
+        "bm25s",
+        group="data",
+        choices=("bm25s", "rank-bm25"),
+        help="BM25 backend (default %(default)s)",
+    )
+    mlflow: str | None = setting(
+        None,
+        kind="optional_value",
+        const=DEFAULT_STORE,
+        group=_TRACKING,
+        entries=_MODEL_ENTRIES,
+        metavar="URI",
+        help="log the run to MLflow: a tracking URI (sqlite:///..., http://...) or a folder "
+        f"for a local SQLite store (default when given alone: {DEFAULT_STORE}/)",
+    )
+    mlflow_experiment: str = setting(
+        DEFAULT_EXPERIMENT,
+        group=_TRACKING,
+        entries=_MODEL_ENTRIES,
+        help="MLflow experiment name (default %(default)s)",
+    )
+    mlflow_traces: bool = setting(
+        False,
+        kind="flag",
+        group=_TRACKING,
+        entries=_MODEL_ENTRIES,
+        help="also record DSPy's traces of every LM call (mlflow.dspy.autolog; implies --mlflow)",
+    )
 
     def model_data_settings(self) -> dict[str, Any]:
         """These shared settings as keyword arguments (to hand them to another config)."""

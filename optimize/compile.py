@@ -35,14 +35,9 @@ from optuna.trial import FrozenTrial
 from frames_dspy.accounting import CallBudget, attached_callbacks
 from frames_dspy.cli import (
     CommandParser,
-    add_data_arguments,
-    add_model_arguments,
+    add_settings,
     add_verbose_argument,
-    choice_list,
-    int_list,
-    int_range,
-    limit_or_all,
-    positive_int,
+    option_group,
     report_error,
     start_command,
 )
@@ -57,7 +52,6 @@ from frames_dspy.runner import RunAborted
 from frames_dspy.session import open_session
 from optimize.config import (
     COMPILE_EXAMPLES,
-    SAMPLERS,
     STUDY_KEYS,
     CompileConfig,
     CompileResult,
@@ -65,12 +59,9 @@ from optimize.config import (
 )
 from optimize.cost import estimate_cost
 from optimize.final import CompileRun, final_stage, trial_line
-from optimize.optimizers import OPTIMIZER_HELP, OPTIMIZERS
 from optimize.pareto import complete_trials, parse_pick
 from optimize.storage import make_sampler, open_study, redact
 from optimize.study import (
-    OBJECTIVES,
-    PROMPTS,
     Objective,
     SurplusTrial,
     count_active,
@@ -332,203 +323,9 @@ def build_parser() -> argparse.ArgumentParser:
         ),
         epilog=COMPILE_EXAMPLES,
     )
-    add_model_arguments(parser, defaults)
-    add_data_arguments(parser, defaults)
-    split = parser.add_argument_group("splits (the same seeded split as frames_dspy.evaluate)")
-    split.add_argument(
-        "--train",
-        type=int,
-        default=defaults.train,
-        help="train questions, for the DSPy optimizer (default %(default)s)",
-    )
-    split.add_argument(
-        "--dev",
-        type=int,
-        default=defaults.dev,
-        help="dev questions, scoring every trial (default %(default)s)",
-    )
-    split.add_argument(
-        "--test-limit",
-        type=limit_or_all("--test-limit"),
-        default=defaults.test_limit,
-        help="test questions scored at the end: the first N of the test split (~780 "
-        "questions with the defaults), or 'all' (default %(default)s)",
-    )
-    split.add_argument(
-        "--seed",
-        type=int,
-        default=defaults.seed,
-        help="split, sampler and optimizer seed (default %(default)s)",
-    )
-    search = parser.add_argument_group("search")
-    search.add_argument(
-        "--rounds",
-        type=int_range,
-        default=defaults.rounds,
-        help="range of rounds to search, e.g. 1-3 or 2 (default 1-5)",
-    )
-    search.add_argument(
-        "--k", type=int_range, default=defaults.k, help="range of queries per round (default 1-5)"
-    )
-    search.add_argument(
-        "--n-docs",
-        type=int_range,
-        default=defaults.n_docs,
-        help="range of articles per query (default 1-10)",
-    )
-    search.add_argument(
-        "--prompts",
-        type=choice_list(PROMPTS, "prompt(s)"),
-        default=defaults.prompts,
-        help="query prompts to try, comma-separated (default vanilla,planning)",
-    )
-    search.add_argument(
-        "--trials",
-        type=int,
-        default=defaults.trials,
-        help="target number of complete trials in the study; a rerun runs only the missing "
-        "ones (default %(default)s)",
-    )
-    search.add_argument(
-        "--timeout",
-        type=float,
-        default=None,
-        help="seconds after which no new trial starts (a running one finishes)",
-    )
-    search.add_argument(
-        "--sampler",
-        choices=SAMPLERS,
-        default=defaults.sampler,
-        help="Optuna sampler, seeded with --seed (default %(default)s)",
-    )
-    search.add_argument(
-        "--pick",
-        type=_pick,
-        default=defaults.pick,
-        help="'best' (highest dev objective, ties -> fewer tokens) or 'cheapest-within:TOL' "
-        "(fewest tokens within TOL of the best objective, e.g. 0.02) (default %(default)s)",
-    )
-    search.add_argument(
-        "--objective",
-        choices=list(OBJECTIVES),
-        default=defaults.objective,
-        help="; ".join(f"{k}: {v}" for k, v in OBJECTIVES.items()) + " (default %(default)s)",
-    )
-    search.add_argument(
-        "--context-tokens",
-        type=positive_int("--context-tokens"),
-        default=None,
-        help="article budget of the answer prompt (default: from the model: 2000 for the "
-        "embedded model, up to 100k for API models)",
-    )
-    search.add_argument(
-        "--no-question-query",
-        dest="include_question",
-        action="store_false",
-        help="do not use the question itself as one of each round's queries",
-    )
-    search.add_argument(
-        "--search-question-query",
-        action="store_true",
-        help="search whether the question is one of each round's queries (both ways)",
-    )
-    for flag, what in (
-        ("--found-tokens", "found-articles view budgets"),
-        ("--lead-chars", "lead lengths"),
-    ):
-        search.add_argument(
-            flag,
-            type=int_list(flag),
-            default=getattr(defaults, flag[2:].replace("-", "_")),
-            help=f"query writer's {what} to try, comma-separated (default %(default)s)",
-        )
-    search.add_argument("--cot", action="store_true", help="answer with chain of thought")
-    prompts = parser.add_argument_group("prompt optimisation")
-    prompts.add_argument(
-        "--optimizer",
-        choices=list(OPTIMIZERS),
-        default=defaults.optimizer,
-        help=OPTIMIZER_HELP + " (default %(default)s)",
-    )
-    prompts.add_argument(
-        "--teacher-model",
-        default=None,
-        help="LM (as --model) that bootstraps demos (bootstrap-rs, mipro) and writes the "
-        "optimizers' prompts, instead of the program's model and the judge; e.g. local-1.5b",
-    )
-    prompts.add_argument(
-        "--optimize-in-trials",
-        action="store_true",
-        help="compile every trial's program on train before scoring it (costs one compile "
-        "per trial; see the estimate)",
-    )
-    prompts.add_argument(
-        "--max-demos",
-        type=int,
-        default=defaults.max_demos,
-        help="bootstrapped demos per predictor; labeled demos are never used (default %(default)s)",
-    )
-    prompts.add_argument(
-        "--demo-chars",
-        type=int,
-        default=defaults.demo_chars,
-        help="cut longer demo fields (article text) to this many characters (default %(default)s)",
-    )
-    prompts.add_argument(
-        "--instructions-only",
-        action=argparse.BooleanOptionalAction,
-        default=None,
-        help="MIPROv2/SIMBA tune instructions only, no demos (default: on for the embedded "
-        "model, whose window is small)",
-    )
-    prompts.add_argument(
-        "--optimizer-candidates",
-        type=positive_int("--optimizer-candidates"),
-        default=defaults.optimizer_candidates,
-        help="bootstrap-rs candidate programs / MIPROv2 instruction candidates (with "
-        "--optimizer-budget) / SIMBA candidates (default %(default)s)",
-    )
-    prompts.add_argument(
-        "--optimizer-budget",
-        type=positive_int("--optimizer-budget"),
-        default=None,
-        help="a small explicit budget instead of the optimizer's 'light' preset: MIPROv2 "
-        "trials, GEPA metric calls (program runs), SIMBA steps (default: the presets; GEPA "
-        "light is ~730+ program runs)",
-    )
-    run = parser.add_argument_group("storage, workers and limits")
-    run.add_argument(
-        "--storage",
-        default=None,
-        help="Optuna RDB URL shared by all workers, e.g. sqlite:///study.db or "
-        "postgresql://user:pw@host/db (default: sqlite:///OUT/study.db)",
-    )
-    run.add_argument(
-        "--study-name", default=defaults.study_name, help="study name (default %(default)s)"
-    )
-    run.add_argument(
-        "--workers-only",
-        action="store_true",
-        help="only run trials (no pick, compile or test); for extra workers joining a study",
-    )
-    run.add_argument(
-        "--max-lm-calls",
-        type=positive_int("--max-lm-calls"),
-        default=None,
-        help="stop cleanly after this many LM calls in this process (program, judge and "
-        "optimizer calls, cached ones included); finished trials are kept",
-    )
-    run.add_argument(
-        "--threads",
-        type=positive_int("--threads"),
-        default=defaults.threads,
-        help="questions scored in parallel (default %(default)s)",
-    )
-    run.add_argument(
-        "--out",
-        default=None,
-        help="output folder (default runs/opt-<timestamp>); an existing one is resumed",
-    )
+    # Every setting CompileConfig declares (frames_dspy.settings), in its sections.
+    add_settings(parser, CompileConfig, "compile", defaults=defaults, types={"pick": _pick})
+    run = option_group(parser, "storage, workers and limits")
     run.add_argument("--quiet", action="store_true", help="no progress lines or bars")
     add_verbose_argument(run)
     return parser

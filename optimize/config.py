@@ -10,7 +10,8 @@ import dspy
 
 from frames_dspy.lm import make_lm
 from frames_dspy.session import SESSION_KEYS, ModelDataSettings
-from optimize.optimizers import OPTIMIZERS, OptimizerSettings
+from frames_dspy.settings import setting
+from optimize.optimizers import OPTIMIZER_HELP, OPTIMIZERS, OptimizerSettings
 from optimize.pareto import parse_pick
 from optimize.study import OBJECTIVES, PROMPTS, SearchSpace
 
@@ -61,6 +62,11 @@ class NoCompleteTrials(RuntimeError):
     """The study holds no complete trial, so nothing can be picked."""
 
 
+_COMPILE = ("compile",)
+_SPLITS = "splits (the same seeded split as frames_dspy.evaluate)"
+_SEARCH, _PROMPTS, _RUN = "search", "prompt optimisation", "storage, workers and limits"
+
+
 @dataclass
 class CompileConfig(ModelDataSettings):
     """Every knob of an ``optimize.compile`` run (written to the output's ``config.json``).
@@ -105,38 +111,240 @@ class CompileConfig(ModelDataSettings):
         out: Output folder; None means ``runs/opt-<timestamp>``.
     """
 
-    train: int = 20
-    dev: int = 20
-    test_limit: int | None = 50
-    seed: int = 0
-    trials: int = 20
-    timeout: float | None = None
-    sampler: str = "tpe"
-    rounds: tuple[int, int] = (1, 5)
-    k: tuple[int, int] = (1, 5)
-    n_docs: tuple[int, int] = (1, 10)
-    prompts: tuple[str, ...] = PROMPTS
-    search_question_query: bool = False
-    found_tokens: tuple[int, ...] = (1000,)
-    lead_chars: tuple[int, ...] = (120,)
-    pick: str = "best"
-    objective: str = "accuracy+recall"
-    optimizer: str = "none"
-    teacher_model: str | None = None
-    optimize_in_trials: bool = False
-    max_demos: int = 2
-    demo_chars: int = 1500
-    instructions_only: bool | None = None
-    optimizer_candidates: int = 4
-    optimizer_budget: int | None = None
-    storage: str | None = None
-    study_name: str = "frames-multihop"
-    workers_only: bool = False
-    max_lm_calls: int | None = None
-    include_question: bool = True
-    cot: bool = False
-    threads: int = 1
-    out: str | None = None
+    train: int = setting(
+        20,
+        kind="int",
+        group=_SPLITS,
+        entries=_COMPILE,
+        help="train questions, for the DSPy optimizer (default %(default)s; evaluate's default "
+        "is 50, different on purpose: every trial scores the dev split, so small splits keep a "
+        "study affordable, and the reproduce command passes these to evaluate)",
+    )
+    dev: int = setting(
+        20,
+        kind="int",
+        group=_SPLITS,
+        entries=_COMPILE,
+        help="dev questions, scoring every trial (default %(default)s; evaluate's is 50, see "
+        "--train)",
+    )
+    test_limit: int | None = setting(
+        50,
+        kind="limit_or_all",
+        group=_SPLITS,
+        entries=_COMPILE,
+        help="test questions scored at the end: the first N of the test split (~780 "
+        "questions with the defaults), or 'all' (default %(default)s)",
+    )
+    seed: int = setting(
+        0,
+        kind="int",
+        group=_SPLITS,
+        entries=_COMPILE,
+        help="split, sampler and optimizer seed (default %(default)s)",
+    )
+    trials: int = setting(
+        20,
+        kind="int",
+        group=_SEARCH,
+        entries=_COMPILE,
+        help="target number of complete trials in the study; a rerun runs only the missing "
+        "ones (default %(default)s)",
+    )
+    timeout: float | None = setting(
+        None,
+        kind="float",
+        group=_SEARCH,
+        entries=_COMPILE,
+        help="seconds after which no new trial starts (a running one finishes)",
+    )
+    sampler: str = setting(
+        "tpe",
+        group=_SEARCH,
+        entries=_COMPILE,
+        choices=SAMPLERS,
+        help="Optuna sampler, seeded with --seed (default %(default)s)",
+    )
+    rounds: tuple[int, int] = setting(
+        (1, 5),
+        kind="int_range",
+        group=_SEARCH,
+        entries=_COMPILE,
+        help="range of rounds to search, e.g. 1-3 or 2 (default 1-5; evaluate's --rounds is "
+        "one number, as it runs one configuration)",
+    )
+    k: tuple[int, int] = setting(
+        (1, 5),
+        kind="int_range",
+        group=_SEARCH,
+        entries=_COMPILE,
+        help="range of queries per round (default 1-5)",
+    )
+    n_docs: tuple[int, int] = setting(
+        (1, 10),
+        kind="int_range",
+        group=_SEARCH,
+        entries=_COMPILE,
+        help="range of articles per query (default 1-10)",
+    )
+    prompts: tuple[str, ...] = setting(
+        PROMPTS,
+        kind="choice_list",
+        group=_SEARCH,
+        entries=_COMPILE,
+        choices=PROMPTS,
+        help="query prompts to try, comma-separated (default vanilla,planning)",
+    )
+    search_question_query: bool = setting(
+        False,
+        kind="flag",
+        group=_SEARCH,
+        entries=_COMPILE,
+        help="search whether the question is one of each round's queries (both ways)",
+    )
+    found_tokens: tuple[int, ...] = setting(
+        (1000,),
+        kind="int_list",
+        group=_SEARCH,
+        entries=_COMPILE,
+        help="query writer's found-articles view budgets to try, comma-separated "
+        "(default %(default)s)",
+    )
+    lead_chars: tuple[int, ...] = setting(
+        (120,),
+        kind="int_list",
+        group=_SEARCH,
+        entries=_COMPILE,
+        help="query writer's lead lengths to try, comma-separated (default %(default)s)",
+    )
+    pick: str = setting(
+        "best",
+        kind="pick",
+        group=_SEARCH,
+        entries=_COMPILE,
+        help="'best' (highest dev objective, ties -> fewer tokens) or 'cheapest-within:TOL' "
+        "(fewest tokens within TOL of the best objective, e.g. 0.02) (default %(default)s)",
+    )
+    objective: str = setting(
+        "accuracy+recall",
+        group=_SEARCH,
+        entries=_COMPILE,
+        choices=tuple(OBJECTIVES),
+        help="; ".join(f"{k}: {v}" for k, v in OBJECTIVES.items()) + " (default %(default)s)",
+    )
+    optimizer: str = setting(
+        "none",
+        group=_PROMPTS,
+        entries=_COMPILE,
+        choices=tuple(OPTIMIZERS),
+        help=OPTIMIZER_HELP + " (default %(default)s)",
+    )
+    teacher_model: str | None = setting(
+        None,
+        group=_PROMPTS,
+        entries=_COMPILE,
+        help="LM (as --model) that bootstraps demos (bootstrap-rs, mipro) and writes the "
+        "optimizers' prompts, instead of the program's model and the judge; e.g. local-1.5b",
+    )
+    optimize_in_trials: bool = setting(
+        False,
+        kind="flag",
+        group=_PROMPTS,
+        entries=_COMPILE,
+        help="compile every trial's program on train before scoring it (costs one compile "
+        "per trial; see the estimate)",
+    )
+    max_demos: int = setting(
+        2,
+        kind="int",
+        group=_PROMPTS,
+        entries=_COMPILE,
+        help="bootstrapped demos per predictor; labeled demos are never used (default %(default)s)",
+    )
+    demo_chars: int = setting(
+        1500,
+        kind="int",
+        group=_PROMPTS,
+        entries=_COMPILE,
+        help="cut longer demo fields (article text) to this many characters (default %(default)s)",
+    )
+    instructions_only: bool | None = setting(
+        None,
+        kind="on_off",
+        group=_PROMPTS,
+        entries=_COMPILE,
+        help="MIPROv2/SIMBA tune instructions only, no demos (default: on for the embedded "
+        "model, whose window is small)",
+    )
+    optimizer_candidates: int = setting(
+        4,
+        kind="positive_int",
+        group=_PROMPTS,
+        entries=_COMPILE,
+        help="bootstrap-rs candidate programs / MIPROv2 instruction candidates (with "
+        "--optimizer-budget) / SIMBA candidates (default %(default)s)",
+    )
+    optimizer_budget: int | None = setting(
+        None,
+        kind="positive_int",
+        group=_PROMPTS,
+        entries=_COMPILE,
+        help="a small explicit budget instead of the optimizer's 'light' preset: MIPROv2 "
+        "trials, GEPA metric calls (program runs), SIMBA steps (default: the presets; GEPA "
+        "light is ~730+ program runs)",
+    )
+    storage: str | None = setting(
+        None,
+        group=_RUN,
+        entries=_COMPILE,
+        help="Optuna RDB URL shared by all workers, e.g. sqlite:///study.db or "
+        "postgresql://user:pw@host/db (default: sqlite:///OUT/study.db)",
+    )
+    study_name: str = setting(
+        "frames-multihop",
+        group=_RUN,
+        entries=_COMPILE,
+        help="study name (default %(default)s)",
+    )
+    workers_only: bool = setting(
+        False,
+        kind="flag",
+        group=_RUN,
+        entries=_COMPILE,
+        help="only run trials (no pick, compile or test); for extra workers joining a study",
+    )
+    max_lm_calls: int | None = setting(
+        None,
+        kind="positive_int",
+        group=_RUN,
+        entries=_COMPILE,
+        help="stop cleanly after this many LM calls in this process (program, judge and "
+        "optimizer calls, cached ones included); finished trials are kept",
+    )
+    include_question: bool = setting(
+        True,
+        flag="--no-question-query",
+        kind="no_flag",
+        group=_SEARCH,
+        entries=_COMPILE,
+        help="do not use the question itself as one of each round's queries",
+    )
+    cot: bool = setting(
+        False, kind="flag", group=_SEARCH, entries=_COMPILE, help="answer with chain of thought"
+    )
+    threads: int = setting(
+        1,
+        kind="positive_int",
+        group=_RUN,
+        entries=_COMPILE,
+        help="questions scored in parallel (default %(default)s)",
+    )
+    out: str | None = setting(
+        None,
+        group=_RUN,
+        entries=_COMPILE,
+        help="output folder (default runs/opt-<timestamp>); an existing one is resumed",
+    )
 
     def validate(self) -> None:
         """Raise ValueError naming the first bad setting and how to fix it."""

@@ -31,6 +31,7 @@ from frames_dspy.programs import build_program, save_program
 from frames_dspy.records import QuestionRecord
 from frames_dspy.run_folder import RunFolder
 from frames_dspy.session import Session
+from frames_dspy.settings import command_args
 from frames_dspy.stats import paired_bootstrap_ci
 from frames_dspy.tracking import log_study
 from optimize.config import CompileConfig, CompileResult, NoCompleteTrials
@@ -49,7 +50,14 @@ from optimize.study import score_program, trial_spec
 
 logger = logging.getLogger(__name__)
 
-__all__ = ["CompileRun", "final_stage", "trial_line", "reproduce_command", "paired_dev_check"]
+__all__ = [
+    "CompileRun",
+    "final_stage",
+    "trial_line",
+    "final_test_config",
+    "reproduce_command",
+    "paired_dev_check",
+]
 
 
 @dataclass
@@ -146,52 +154,50 @@ def trial_line(trial: FrozenTrial) -> str:
     return f"trial {trial.number:>3}  {label:<22} {trial.state.name.lower()}"
 
 
+def final_test_config(config: CompileConfig, program: Path, out: Path) -> EvalConfig:
+    """The evaluation that scores ``program`` once on the test split of ``config``'s split."""
+    return EvalConfig(
+        conditions=["program"],
+        program=str(program),
+        **config.model_data_settings(),
+        split="test",
+        train=config.train,
+        dev=config.dev,
+        limit=config.test_limit,
+        threads=config.threads,
+        out=str(out),
+        seed=config.seed,
+        retrieval_only=config.objective == "recall",
+    )
+
+
+#: Evaluate settings the reproduce command leaves out: they change no score (threads, the
+#: cache, tracking) or travel inside program.json (the context budget).
+_NOT_REPRODUCED = (
+    "threads",
+    "cache",
+    "context_tokens",
+    "mlflow",
+    "mlflow_experiment",
+    "mlflow_traces",
+    "conditions",
+)
+
+#: Evaluate settings the command always names, default or not, so it reads on its own.
+_ALWAYS_NAMED = (
+    "program", "split", "train", "dev", "seed", "model", "dataset", "retriever",
+    "temperature", "max_tokens", "out",
+)  # fmt: skip
+
+
 def reproduce_command(config: CompileConfig, out: Path) -> str:
-    """The ``frames_dspy.evaluate`` command that re-scores ``OUT/program.json`` on test."""
-    args = [
-        "python",
-        "-m",
-        "frames_dspy.evaluate",
-        "--program",
-        str(out / "program.json"),
-        "--split",
-        "test",
-        "--train",
-        str(config.train),
-        "--dev",
-        str(config.dev),
-        "--seed",
-        str(config.seed),
-    ]
-    if config.test_limit is not None:
-        args += ["--limit", str(config.test_limit)]
-    if config.objective == "recall":
-        args.append("--retrieval-only")
-    args += ["--model", config.model]
-    for flag, value in (
-        ("--api-base", config.api_base),
-        ("--judge-model", config.judge_model),
-        ("--judge-api-base", config.judge_api_base),
-        ("--revision", config.revision),
-        ("--corpus", config.corpus),
-        ("--aliases", config.aliases),
-        ("--distractors", config.distractors),
-    ):
-        if value is not None:
-            args += [flag, str(value)]
-    args += [
-        "--dataset",
-        str(config.dataset),
-        "--retriever",
-        config.retriever,
-        "--temperature",
-        f"{config.temperature:g}",
-        "--max-tokens",
-        str(config.max_tokens),
-        "--out",
-        str(out / "test_rerun"),
-    ]
-    return shlex.join(args)
+    """The ``frames_dspy.evaluate`` command that re-scores ``OUT/program.json`` on test,
+    generated from evaluate's setting declarations (:mod:`frames_dspy.settings`)."""
+    rerun = final_test_config(config, out / "program.json", out / "test_rerun")
+    args = command_args(
+        rerun, "evaluate", defaults=EvalConfig(), skip=_NOT_REPRODUCED, always=_ALWAYS_NAMED
+    )
+    return shlex.join(["python", "-m", "frames_dspy.evaluate", *args])
 
 
 def _question_value(record: QuestionRecord, objective: str, n: int) -> float:
@@ -393,19 +399,7 @@ def final_stage(
             f"scoring the chosen program once on {len(splits.test[: config.test_limit])} test "
             "questions ..."
         )
-        eval_config = EvalConfig(
-            conditions=["program"],
-            program=str(program_path),
-            **config.model_data_settings(),
-            split="test",
-            train=config.train,
-            dev=config.dev,
-            limit=config.test_limit,
-            threads=config.threads,
-            out=str(test_dir),
-            seed=config.seed,
-            retrieval_only=config.objective == "recall",
-        )
+        eval_config = final_test_config(config, program_path, test_dir)
         summary = run_evaluation(
             eval_config,
             lm=run.session.lm,
