@@ -207,10 +207,17 @@ def settings_record(config: Any) -> dict[str, Any]:
 
 
 def settings_markdown(config_type: type, entry: str) -> str:
-    """A markdown table of the settings ``entry`` takes: flag, default, help."""
+    """A markdown table of the settings ``entry`` takes: flag, default, help. A default
+    computed when the config is made (from the environment) is shown as such."""
+    computed = {f.name for f in fields(config_type) if f.default_factory is not MISSING}
     lines = ["| option | default | what it does |", "|---|---|---|"]
-    for _, option, default in options(config_type, entry):
-        shown = "—" if default is None or default is MISSING else f"`{_text(option.kind, default)}`"
+    for name, option, default in options(config_type, entry):
+        if name in computed:
+            shown, default = "computed", "computed when the run starts"
+        elif default is None or default is MISSING:
+            shown = "—"
+        else:
+            shown = f"`{_text(option.kind, default)}`"
         text = option.help.replace("%(default)s", str(default)).replace("|", "\\|")
         lines.append(f"| `{option.flag}` | {shown} | {text} |")
     return "\n".join(lines) + "\n"

@@ -10,7 +10,7 @@ import dspy
 
 from frames_dspy.lm import make_lm
 from frames_dspy.session import SESSION_KEYS, ModelDataSettings
-from frames_dspy.settings import setting
+from frames_dspy.settings import setting, settings_markdown
 from optimize.optimizers import OPTIMIZER_HELP, OPTIMIZERS, OptimizerSettings
 from optimize.pareto import parse_pick
 from optimize.study import OBJECTIVES, PROMPTS, SearchSpace
@@ -462,3 +462,25 @@ class CompileResult:
     stopped: str | None = None
     command: str | None = None
     config: CompileConfig | None = None
+
+
+def settings_doc() -> str:
+    """``docs/settings.md``: every option of both command lines, from the declarations
+    (``python -m optimize.config > docs/settings.md`` rewrites it)."""
+    from frames_dspy.evaluation import EvalConfig
+
+    parts = [
+        "# Settings\n",
+        "Generated from the declarations (`frames_dspy.settings`): do not edit by hand; run "
+        "`python -m optimize.config > docs/settings.md`. Each row is one setting, declared "
+        "once with its type, default and help; `config.json` records every one of them.\n",
+        "## python -m frames_dspy.evaluate\n",
+        settings_markdown(EvalConfig, "evaluate"),
+        "## python -m optimize.compile\n",
+        settings_markdown(CompileConfig, "compile"),
+    ]
+    return "\n".join(parts)
+
+
+if __name__ == "__main__":
+    print(settings_doc(), end="")

@@ -79,3 +79,10 @@ def test_the_command_lines_declare_no_setting_by_hand():
     # Only options that are not settings (how the command shows progress) are added by hand.
     for module in ("frames_dspy/evaluate.py", "optimize/compile.py"):
         assert set(_added_flags(REPO / module)) <= {"--quiet"}, module
+
+
+def test_docs_settings_md_is_generated_from_the_declarations():
+    from optimize.config import settings_doc
+
+    written = (REPO / "docs" / "settings.md").read_text(encoding="utf-8")
+    assert written == settings_doc(), "run: python -m optimize.config > docs/settings.md"
