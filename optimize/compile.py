@@ -24,7 +24,7 @@ import sys
 from collections.abc import Callable, Sequence
 from contextlib import nullcontext
 from dataclasses import asdict
-from datetime import datetime
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -50,6 +50,7 @@ from frames_dspy.records import SCHEMA_VERSION
 from frames_dspy.run_folder import RunFolder
 from frames_dspy.runner import RunAborted
 from frames_dspy.session import open_session
+from frames_dspy.tracking import log_study
 from optimize.config import (
     COMPILE_EXAMPLES,
     STUDY_KEYS,
@@ -271,19 +272,43 @@ def run_compile(
             stopped = f"--max-lm-calls {config.max_lm_calls} reached"
         elif count_active(study) < config.trials and new_trials > 0:
             stopped = f"--timeout {config.timeout:g} s reached"
-        result = CompileResult(
-            out=out,
-            study_name=config.study_name,
-            storage=redact(storage_url),
-            complete_trials=len(complete_trials(study)),
-            lm_calls=budget.calls,
-            stopped=stopped,
-            config=config,
-        )
         if config.workers_only:
-            return result
-        final_stage(run, study, result, record)
-    return result
+            final = None
+        else:
+            try:
+                final = final_stage(run, study, stopped=stopped)
+            except NoCompleteTrials:
+                record.update(status="no complete trial", stopped=stopped, lm_calls=budget.calls)
+                atomic_write_json(out / "config.json", record)
+                raise
+    if final is not None:
+        record.update(
+            status="stopped" if final.stopped else "done",
+            stopped=final.stopped,
+            settings={**asdict(config), "storage": redact(storage_url)},
+            chosen=final.chosen,
+            study=final.study,
+            test=final.test,
+            lm_calls=budget.calls,
+            lm_calls_by_phase=final.phases,
+            reproduce=final.command,
+            finished=datetime.now(UTC).isoformat(timespec="seconds"),
+        )
+        atomic_write_json(out / "config.json", record)
+        if config.mlflow:
+            log_study(study.trials, out, config, chosen=final.chosen["trial"])
+    return CompileResult(
+        out=out,
+        study_name=config.study_name,
+        storage=redact(storage_url),
+        complete_trials=len(complete_trials(study)),
+        lm_calls=budget.calls,
+        chosen=final.chosen if final else None,
+        test=final.test if final else None,
+        stopped=final.stopped if final else stopped,
+        command=final.command if final else None,
+        config=config,
+    )
 
 
 # --- the command line ---------------------------------------------------------------------------

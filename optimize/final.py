@@ -14,8 +14,8 @@ import logging
 import shlex
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import asdict, dataclass
-from datetime import UTC, datetime
+from dataclasses import dataclass
+from datetime import datetime
 from pathlib import Path
 from typing import Any
 
@@ -33,8 +33,7 @@ from frames_dspy.run_folder import RunFolder
 from frames_dspy.session import Session
 from frames_dspy.settings import command_args
 from frames_dspy.stats import paired_bootstrap_ci
-from frames_dspy.tracking import log_study
-from optimize.config import CompileConfig, CompileResult, NoCompleteTrials
+from optimize.config import CompileConfig, NoCompleteTrials
 from optimize.optimizers import OptimizerSettings, compile_program
 from optimize.pareto import (
     PickRule,
@@ -45,13 +44,13 @@ from optimize.pareto import (
     plot_pareto,
     trials_frame,
 )
-from optimize.storage import redact
 from optimize.study import score_program, trial_spec
 
 logger = logging.getLogger(__name__)
 
 __all__ = [
     "CompileRun",
+    "FinalStage",
     "final_stage",
     "trial_line",
     "final_test_config",
@@ -253,29 +252,48 @@ def _prepare_test_dir(test_dir: Path, program_sha: str) -> None:
     marker.write_text(program_sha + "\n")
 
 
-def final_stage(
-    run: CompileRun, study: optuna.Study, result: CompileResult, record: dict[str, Any]
-) -> None:
+@dataclass
+class FinalStage:
+    """What the final stage produced (``config.json`` and the CLI report it).
+
+    Attributes:
+        chosen: The picked trial, its dev figures and what compiling did.
+        command: The evaluate command that re-scores ``program.json`` on test.
+        test: The test score (also ``test_score.json``), or None when the budget ran out.
+        stopped: Why the run stopped early (the study's reason, or the call budget), or None.
+        phases: LM calls per phase (study, optimizer, test).
+        study: Complete and all trials, and the Pareto front's trial numbers.
+    """
+
+    chosen: dict[str, Any]
+    command: str
+    test: dict[str, Any] | None
+    stopped: str | None
+    phases: dict[str, int]
+    study: dict[str, Any]
+
+
+def final_stage(run: CompileRun, study: optuna.Study, *, stopped: str | None) -> FinalStage:
     """Pick a trial from the Pareto front, optionally compile its prompts, save and test it.
 
-    Fills ``result`` (chosen, test, command, stopped) and completes ``record`` (the output's
-    ``config.json``), which it writes.
+    Writes ``trials.csv``, ``pareto.md``/``.png``, ``program.json``, ``test_score.json`` and
+    ``test_run/`` into the output folder; ``stopped`` is why the study stopped early, if it
+    did.
 
     Raises:
         NoCompleteTrials: the study holds no complete trial.
     """
     config, budget, say = run.config, run.budget, run.say
     rule, opt, splits = run.rule, run.opt, run.splits
-    out = result.out
+    out = Path(config.out)
     phases = {"study": budget.calls}
+    test = None
     trials_frame(study).to_csv(out / "trials.csv", index=False)
     trials = complete_trials(study)
     if not trials:
-        record.update(status="no complete trial", stopped=result.stopped, lm_calls=budget.calls)
-        atomic_write_json(out / "config.json", record)
         raise NoCompleteTrials(
             f"study {config.study_name!r} holds no complete trial"
-            + (f" ({result.stopped})" if result.stopped else "")
+            + (f" ({stopped})" if stopped else "")
             + "; nothing to pick. Rerun with a larger --max-lm-calls/--timeout to add trials"
         )
     front = pareto_front(study)
@@ -310,7 +328,7 @@ def final_stage(
     elif opt.name != "none":
         if budget.exhausted:
             compiled_info["compiled"] = "skipped: --max-lm-calls reached"
-            result.stopped = result.stopped or f"--max-lm-calls {config.max_lm_calls} reached"
+            stopped = stopped or f"--max-lm-calls {config.max_lm_calls} reached"
         else:
             say(
                 f"compiling the chosen program with {opt.name} on {len(splits.train)} train "
@@ -347,7 +365,7 @@ def final_stage(
                 compiled_info["compiled"] = f"discarded (lower dev {metric}: {how})"
             else:
                 compiled_info["compiled"] = "discarded (--max-lm-calls reached while re-scoring)"
-                result.stopped = result.stopped or f"--max-lm-calls {config.max_lm_calls} reached"
+                stopped = stopped or f"--max-lm-calls {config.max_lm_calls} reached"
             phases[opt.name] = budget.calls - phases["study"]
             say(
                 f"{opt.name}: dev {metric} {chosen.values[0]:.3f} -> "
@@ -368,7 +386,6 @@ def final_stage(
         "pareto_size": len(front),
         "compile": compiled_info,
     }
-    result.chosen = chosen_info
     program_path = out / "program.json"
     save_program(
         program,
@@ -384,12 +401,11 @@ def final_stage(
         },
     )
     command = reproduce_command(config, out)
-    result.command = command
 
     if budget.exhausted:
-        result.stopped = result.stopped or f"--max-lm-calls {config.max_lm_calls} reached"
+        stopped = stopped or f"--max-lm-calls {config.max_lm_calls} reached"
         say(
-            f"{result.stopped}: the test split was not scored; rerun the same command with a "
+            f"{stopped}: the test split was not scored; rerun the same command with a "
             "larger --max-lm-calls to finish"
         )
     else:
@@ -409,7 +425,7 @@ def final_stage(
             retriever=run.session.retriever,
             progress=run.bars,
         )["program"]
-        result.test = {
+        test = {
             "split": "test",
             "n": summary["n"],
             "correct": summary["correct"],
@@ -428,26 +444,18 @@ def final_stage(
             "run_folder": "test_run",
             "reproduce": command,
         }
-        atomic_write_json(out / "test_score.json", result.test)
+        atomic_write_json(out / "test_score.json", test)
         phases["test"] = budget.calls - sum(phases.values())
 
-    result.lm_calls = budget.calls
-    record.update(
-        status="stopped" if result.stopped else "done",
-        stopped=result.stopped,
-        settings={**asdict(config), "storage": redact(config.storage or record["storage"])},
+    return FinalStage(
         chosen=chosen_info,
+        command=command,
+        test=test,
+        stopped=stopped,
+        phases=phases,
         study={
             "complete_trials": len(trials),
             "all_trials": len(study.trials),
             "pareto_trials": [t.number for t in front],
         },
-        test=result.test,
-        lm_calls=budget.calls,
-        lm_calls_by_phase=phases,
-        reproduce=command,
-        finished=datetime.now(UTC).isoformat(timespec="seconds"),
     )
-    atomic_write_json(out / "config.json", record)
-    if config.mlflow:
-        log_study(study.trials, out, config, chosen=chosen.number)
