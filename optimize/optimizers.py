@@ -24,6 +24,7 @@ from optimize.gold_demos import with_gold_demos
 logger = logging.getLogger(__name__)
 
 __all__ = [
+    "answer_predictor_names",
     "OPTIMIZERS",
     "OPTIMIZER_HELP",
     "OptimizerSettings",
@@ -158,18 +159,38 @@ class ObjectiveMetric:
         return float(correct) + (recall / (self.n + 1) if self.objective != "accuracy" else 0.0)
 
 
+def answer_predictor_names(program: dspy.Module) -> frozenset[str]:
+    """Names of the predictors of ``program``'s answer step, found by object: the
+    predictors of its ``answer`` module (none when it has no answer step)."""
+    answer = getattr(program, "answer", None)
+    if not isinstance(answer, dspy.Module):
+        return frozenset()
+    mine = {id(p) for p in answer.predictors()}
+    return frozenset(name for name, p in program.named_predictors() if id(p) in mine)
+
+
 class FeedbackMetric:
     """GEPA's metric: the objective as a score, and feedback text that says what went wrong.
 
-    The feedback gives the judge's verdict on the answer and, for the query writer
-    (``pred_name`` naming the ``generate`` predictor), the gold articles the queries found and
-    the ones they missed, by title, which is what its queries decide.
+    The feedback gives the judge's verdict on the answer and, for the predictors that are not
+    the answer step's (the query writer; ``answer_names``, from
+    :func:`answer_predictor_names`), the gold articles the queries found and the ones they
+    missed, by title, which is what its queries decide.
     """
 
-    def __init__(self, autorater: Autorater, store=None, *, objective: str = "accuracy", n=1):
+    def __init__(
+        self,
+        autorater: Autorater,
+        store=None,
+        *,
+        objective: str = "accuracy",
+        n=1,
+        answer_names: frozenset[str] = frozenset(),
+    ):
         self.metric = ObjectiveMetric(objective, autorater, store, n=n)
         self.autorater = autorater
         self.store = store
+        self.answer_names = answer_names
 
     def __call__(self, gold, pred, trace=None, pred_name=None, pred_trace=None):
         parts = []
@@ -188,7 +209,7 @@ class FeedbackMetric:
                 f"{status}. The expected answer is {gold.answer!r}; the program answered "
                 f"{answer!r}. Judge: {verdict.explanation}"
             )
-        if self.store is not None and (pred_name is None or "generate" in pred_name):
+        if self.store is not None and pred_name not in self.answer_names:
             gold_articles = self.store.resolve_many(gold.get("gold_urls", []))
             found = set(_final_context(pred))
             hit = [a.title for a in gold_articles if a.id in found]
@@ -289,8 +310,11 @@ def compile_program(
 
 
 def _query_writer_only(program: dspy.Module) -> bool:
-    names = [name for name, _ in program.named_predictors()]
-    return "answer" in names and any("generate" in name for name in names)
+    """Whether ``program`` has an answer step and, besides it, predictors of its own (a
+    query writer), found by object rather than by name."""
+    answer = answer_predictor_names(program)
+    others = [name for name, _ in program.named_predictors() if name not in answer]
+    return bool(answer) and bool(others)
 
 
 def _run_optimizer(program, trainset, settings, autorater, lm, prompt_lm, store, *, teacher_lm):
@@ -345,7 +369,11 @@ def _run_optimizer(program, trainset, settings, autorater, lm, prompt_lm, store,
             sized = {"max_metric_calls": settings.budget} if settings.budget else {"auto": "light"}
             optimizer = dspy.GEPA(
                 metric=FeedbackMetric(
-                    autorater, store, objective=settings.objective, n=len(trainset)
+                    autorater,
+                    store,
+                    objective=settings.objective,
+                    n=len(trainset),
+                    answer_names=answer_predictor_names(program),
                 ),
                 reflection_lm=prompt_lm,
                 num_threads=threads,

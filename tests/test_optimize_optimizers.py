@@ -10,11 +10,12 @@ from opt_fake import FakeLM
 from opt_helpers import record_optimizer
 
 from frames_dspy.judge import Autorater
-from frames_dspy.programs import build_program
+from frames_dspy.programs import ProgramSpec, build_program
 from optimize.optimizers import (
     FeedbackMetric,
     ObjectiveMetric,
     OptimizerSettings,
+    answer_predictor_names,
     compile_program,
     rough_calls,
     trim_demos,
@@ -63,10 +64,17 @@ def test_the_feedback_for_the_query_writer_names_the_gold_articles(tiny):
     assert out.score == 0.0
     assert "found 1 of the 2 Wikipedia articles the question needs" in out.feedback
     assert f"(found: {person}); they missed: {town}." in out.feedback
-    # The answer step's feedback is the verdict alone.
+    # The answer step's feedback is the verdict alone; its predictors are found by object.
+    examples, store, _, retriever = tiny
+    program = build_program(ProgramSpec("multihop", cot=True), retriever=retriever, store=store)
+    names = answer_predictor_names(program)
+    assert names == {"answer.predict"}  # the answer step's ChainOfThought, not the writer's
+    metric = FeedbackMetric(Autorater(FakeLM(knowledge)), store, answer_names=names)
     answer = metric(examples[0], pred, None, "answer.predict", None)
     assert "articles the question needs" not in answer.feedback
     assert "Incorrect" in answer.feedback
+    writer = metric(examples[0], pred, None, "generate", None)
+    assert "articles the question needs" in writer.feedback
 
 
 @pytest.mark.parametrize(
