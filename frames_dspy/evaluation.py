@@ -42,34 +42,17 @@ from frames_dspy.report.html_report import write_html_report
 from frames_dspy.run_folder import RunFolder, setting_differences
 from frames_dspy.runner import Runner
 from frames_dspy.session import (
-    SESSION_KEYS,
     ModelDataSettings,
     Session,
     load_store,
     open_session,
 )
-from frames_dspy.settings import setting
+from frames_dspy.settings import resume_keys, setting
 from frames_dspy.tracking import log_evaluation
 
 logger = logging.getLogger(__name__)
 
 __all__ = ["EvalConfig", "RESUME_KEYS", "RunSummary", "run_evaluation"]
-
-#: Settings that change what a prediction means: a run folder only resumes when they match.
-RESUME_KEYS = (
-    *SESSION_KEYS,
-    "dataset",
-    "corpus",
-    "distractors",
-    "rounds",
-    "k",
-    "n_docs",
-    "include_question",
-    "cot",
-    "program",
-    "retrieval_only",
-)
-
 
 _EVALUATE = ("evaluate",)
 _WHAT, _WHICH, _RUN = "what to run", "which questions", "run"
@@ -151,6 +134,7 @@ class EvalConfig(ModelDataSettings):
         group=_WHAT,
         entries=_EVALUATE,
         help="multi-step rounds (default %(default)s, the paper's)",
+        resume=("evaluate",),
     )
     k: int = setting(
         5,
@@ -158,6 +142,7 @@ class EvalConfig(ModelDataSettings):
         group=_WHAT,
         entries=_EVALUATE,
         help="queries per round (default %(default)s)",
+        resume=("evaluate",),
     )
     n_docs: int = setting(
         10,
@@ -165,6 +150,7 @@ class EvalConfig(ModelDataSettings):
         group=_WHAT,
         entries=_EVALUATE,
         help="articles per query per round (default %(default)s)",
+        resume=("evaluate",),
     )
     include_question: bool = setting(
         True,
@@ -173,9 +159,15 @@ class EvalConfig(ModelDataSettings):
         group=_WHAT,
         entries=_EVALUATE,
         help="do not use the question itself as one of each round's queries",
+        resume=("evaluate",),
     )
     cot: bool = setting(
-        False, kind="flag", group=_WHAT, entries=_EVALUATE, help="answer with chain of thought"
+        False,
+        kind="flag",
+        group=_WHAT,
+        entries=_EVALUATE,
+        help="answer with chain of thought",
+        resume=("evaluate",),
     )
     retrieval_only: bool = setting(
         False,
@@ -184,6 +176,7 @@ class EvalConfig(ModelDataSettings):
         entries=_EVALUATE,
         help="run only the retrieval half of each program: no answer and no judge call, so "
         "accuracy is not measured (every answer is empty) but recall and query tokens are",
+        resume=("evaluate",),
     )
     threads: int = setting(
         1,
@@ -198,6 +191,7 @@ class EvalConfig(ModelDataSettings):
         entries=_EVALUATE,
         help="a program.json from optimize.compile, run as condition 'program' "
         "(alone unless --conditions is also given)",
+        resume=("evaluate",),
     )
     out: str | None = setting(
         None,
@@ -230,6 +224,11 @@ class EvalConfig(ModelDataSettings):
         metavar="DOLLARS",
         help="start no question once this much was spent (API models LiteLLM can price)",
     )
+
+
+#: Settings that change what a prediction means: a run folder only resumes when they match
+#: (declared with ``resume``).
+RESUME_KEYS = resume_keys(EvalConfig, "evaluate")
 
 
 def _select(examples: list[dspy.Example], config: EvalConfig) -> list[dspy.Example]:

@@ -23,7 +23,7 @@ from frames_dspy.lm import ModelSpec, context_window, make_lm, parse_spec
 from frames_dspy.lm.cache import CACHE_MODES, use_cache
 from frames_dspy.paths import data_file, default_dataset
 from frames_dspy.run_folder import environment_record
-from frames_dspy.settings import setting
+from frames_dspy.settings import resume_keys, setting
 from frames_dspy.tracking import DEFAULT_EXPERIMENT, DEFAULT_STORE, check_tracking, enable_traces
 from frames_dspy.wikipedia import corpus_manifest, default_corpus
 
@@ -41,21 +41,6 @@ __all__ = [
 
 #: Output tokens for an autorater call: an explanation of a sentence or two and the verdict.
 JUDGE_MAX_TOKENS = 256
-
-#: Settings that change what a prediction means, whatever the entry point: a run folder or a
-#: study made with other values is not resumed.
-SESSION_KEYS = (
-    "model",
-    "api_base",
-    "judge_model",
-    "judge_api_base",
-    "autorater",
-    "temperature",
-    "max_tokens",
-    "retriever",
-    "context_tokens",
-)
-
 
 #: Entry points that take the model options (``judge validate`` runs models too).
 _MODEL_ENTRIES = ("evaluate", "compile", "validate")
@@ -97,6 +82,7 @@ class ModelDataSettings:
         entries=_MODEL_ENTRIES,
         help="program LM: 'local' (embedded, offline), 'local-1.5b', 'local:/path.gguf', or a "
         "LiteLLM model string such as openai/gpt-4o-mini (default %(default)s)",
+        resume=("evaluate", "compile"),
     )
     judge_model: str | None = setting(
         None,
@@ -104,19 +90,35 @@ class ModelDataSettings:
         entries=_MODEL_ENTRIES,
         help="autorater LM for the items its rules leave (default: the same as --model, which "
         "inflates scores; a run says so)",
+        resume=("evaluate", "compile"),
     )
     api_base: str | None = setting(
         None,
         group="models",
         entries=_MODEL_ENTRIES,
         help="OpenAI-compatible server for --model (vLLM, Ollama, llama.cpp)",
+        resume=("evaluate", "compile"),
     )
     judge_api_base: str | None = setting(
-        None, group="models", entries=_MODEL_ENTRIES, help="server for --judge-model"
+        None,
+        group="models",
+        entries=_MODEL_ENTRIES,
+        help="server for --judge-model",
+        resume=("evaluate", "compile"),
     )
-    autorater: str = setting(AUTORATER, flag=None, help="the autorater's version (a record)")
+    autorater: str = setting(
+        AUTORATER,
+        flag=None,
+        help="the autorater's version (a record)",
+        resume=("evaluate", "compile"),
+    )
     temperature: float = setting(
-        0.0, kind="float", group="models", entries=_MODEL_ENTRIES, help="program LM temperature"
+        0.0,
+        kind="float",
+        group="models",
+        entries=_MODEL_ENTRIES,
+        help="program LM temperature",
+        resume=("evaluate", "compile"),
     )
     # Answers and query lists are short; a small model that loops stops here instead of
     # spending minutes (and a parse-failure retry) on 512 tokens of repetition.
@@ -126,6 +128,7 @@ class ModelDataSettings:
         group="models",
         entries=_MODEL_ENTRIES,
         help="output tokens per program LM call (default %(default)s)",
+        resume=("evaluate", "compile"),
     )
     lm_timeout: float | None = setting(
         None,
@@ -152,17 +155,20 @@ class ModelDataSettings:
         group="answer prompt",
         help="token budget for articles in the answer prompt (default: from the model: 2000 "
         "for the embedded model, up to 100k for API models)",
+        resume=("evaluate", "compile"),
     )
     dataset: str = setting(
         default_factory=default_dataset,
         group="data",
         help="hub id or local .tsv/.csv (default: %(default)s)",
+        resume=("evaluate",),
     )
     revision: str | None = setting(None, group="data", help="hub revision to pin")
     corpus: str | None = setting(
         None,
         group="data",
         help="articles JSONL(.gz) (default: frames_wiki/pages.jsonl.gz under $FRAMES_DATA_DIR)",
+        resume=("evaluate",),
     )
     aliases: str | None = setting(
         None,
@@ -174,6 +180,7 @@ class ModelDataSettings:
         group="data",
         help="distractor summaries JSON added to the index, or 'none' (default: the Vital "
         "Articles summaries under $FRAMES_DATA_DIR, with the default corpus only)",
+        resume=("evaluate",),
     )
     wiki_api: str | None = setting(
         None,
@@ -187,6 +194,7 @@ class ModelDataSettings:
         group="data",
         choices=("bm25s", "rank-bm25"),
         help="BM25 backend (default %(default)s)",
+        resume=("evaluate", "compile"),
     )
     mlflow: str | None = setting(
         None,
@@ -443,3 +451,12 @@ def open_session(
         judge=_spec_of(settings.judge_model or settings.model, judge_lm),
         self_judging=self_judging,
     )
+
+
+#: Settings that change what a prediction means, whatever the entry point: a run folder or a
+#: study made with other values is not resumed (declared with ``resume``).
+SESSION_KEYS = tuple(
+    key
+    for key in resume_keys(ModelDataSettings, "evaluate")
+    if key in resume_keys(ModelDataSettings, "compile")
+)

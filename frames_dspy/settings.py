@@ -27,6 +27,7 @@ __all__ = [
     "Option",
     "setting",
     "options",
+    "resume_keys",
     "command_args",
     "settings_record",
     "settings_markdown",
@@ -75,6 +76,8 @@ class Option:
         choices: The allowed values, if a closed list.
         metavar: The value's name in ``--help``.
         const: The value of an ``optional_value`` flag given alone.
+        resume: The entry points whose run folder or study is not resumed with another
+            value of this setting (it changes what a prediction or a trial means).
     """
 
     flag: str | None
@@ -85,11 +88,12 @@ class Option:
     choices: tuple[str, ...] | None = None
     metavar: str | None = None
     const: Any = None
+    resume: frozenset[str] = frozenset()
 
     def __post_init__(self):
         if self.kind not in KINDS:
             raise ValueError(f"unknown option kind {self.kind!r}; choose one of {KINDS}")
-        unknown = set(self.entries) - set(ENTRY_POINTS)
+        unknown = (set(self.entries) | set(self.resume)) - set(ENTRY_POINTS)
         if unknown:
             raise ValueError(f"unknown entry point(s) {sorted(unknown)}; use {list(ENTRY_POINTS)}")
 
@@ -105,6 +109,7 @@ def setting(
     choices: Iterable[str] | None = None,
     metavar: str | None = None,
     const: Any = None,
+    resume: Iterable[str] = (),
     default_factory: Any = MISSING,
 ) -> Any:
     """A config dataclass field declared with its command-line option.
@@ -121,6 +126,7 @@ def setting(
         choices=tuple(choices) if choices is not None else None,
         metavar=metavar,
         const=const,
+        resume=frozenset(resume),
     )
     if default_factory is not MISSING:
         return field(default_factory=default_factory, metadata={"option": option})
@@ -146,6 +152,16 @@ def options(config_type: type, entry: str | None = None) -> Iterator[tuple[str, 
             continue
         flag = option.flag or "--" + f.name.replace("_", "-")
         yield f.name, Option(**{**asdict(option), "flag": flag}), _default(f)
+
+
+def resume_keys(config_type: type, entry: str) -> tuple[str, ...]:
+    """The settings of ``config_type`` whose change stops ``entry`` from resuming a run
+    folder or study (declared with ``resume``), in declaration order."""
+    return tuple(
+        f.name
+        for f in fields(config_type)
+        if "option" in f.metadata and entry in f.metadata["option"].resume
+    )
 
 
 def _text(kind: str, value: Any) -> str:

@@ -9,8 +9,8 @@ from typing import Any
 import dspy
 
 from frames_dspy.lm import make_lm
-from frames_dspy.session import SESSION_KEYS, ModelDataSettings
-from frames_dspy.settings import setting, settings_markdown
+from frames_dspy.session import ModelDataSettings
+from frames_dspy.settings import resume_keys, setting, settings_markdown
 from optimize.optimizers import OPTIMIZER_HELP, OPTIMIZERS, OptimizerSettings
 from optimize.pareto import parse_pick
 from optimize.study import OBJECTIVES, PROMPTS, SearchSpace
@@ -26,9 +26,6 @@ __all__ = [
 
 
 SAMPLERS = ("tpe", "nsga2", "random")
-
-#: Settings that change what a trial's numbers mean: a study resumes only when they match.
-STUDY_KEYS = (*SESSION_KEYS, "train", "dev", "seed", "include_question", "cot", "objective")
 
 
 #: The examples and exit statuses ``python -m optimize.compile --help`` ends with.
@@ -119,6 +116,7 @@ class CompileConfig(ModelDataSettings):
         help="train questions, for the DSPy optimizer (default %(default)s; evaluate's default "
         "is 50, different on purpose: every trial scores the dev split, so small splits keep a "
         "study affordable, and the reproduce command passes these to evaluate)",
+        resume=("compile",),
     )
     dev: int = setting(
         20,
@@ -127,6 +125,7 @@ class CompileConfig(ModelDataSettings):
         entries=_COMPILE,
         help="dev questions, scoring every trial (default %(default)s; evaluate's is 50, see "
         "--train)",
+        resume=("compile",),
     )
     test_limit: int | None = setting(
         50,
@@ -142,6 +141,7 @@ class CompileConfig(ModelDataSettings):
         group=_SPLITS,
         entries=_COMPILE,
         help="split, sampler and optimizer seed (default %(default)s)",
+        resume=("compile",),
     )
     trials: int = setting(
         20,
@@ -231,6 +231,7 @@ class CompileConfig(ModelDataSettings):
         entries=_COMPILE,
         choices=tuple(OBJECTIVES),
         help="; ".join(f"{k}: {v}" for k, v in OBJECTIVES.items()) + " (default %(default)s)",
+        resume=("compile",),
     )
     optimizer: str = setting(
         "none",
@@ -328,9 +329,15 @@ class CompileConfig(ModelDataSettings):
         group=_SEARCH,
         entries=_COMPILE,
         help="do not use the question itself as one of each round's queries",
+        resume=("compile",),
     )
     cot: bool = setting(
-        False, kind="flag", group=_SEARCH, entries=_COMPILE, help="answer with chain of thought"
+        False,
+        kind="flag",
+        group=_SEARCH,
+        entries=_COMPILE,
+        help="answer with chain of thought",
+        resume=("compile",),
     )
     threads: int = setting(
         1,
@@ -446,6 +453,11 @@ class CompileConfig(ModelDataSettings):
             objective=self.objective,
             budget=self.optimizer_budget,
         )
+
+
+#: Settings that change what a trial's numbers mean: a study resumes only when they match
+#: (declared with ``resume``).
+STUDY_KEYS = resume_keys(CompileConfig, "compile")
 
 
 @dataclass

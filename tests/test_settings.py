@@ -86,3 +86,19 @@ def test_docs_settings_md_is_generated_from_the_declarations():
 
     written = (REPO / "docs" / "settings.md").read_text(encoding="utf-8")
     assert written == settings_doc(), "run: python -m optimize.config > docs/settings.md"
+
+
+def test_the_resume_keys_come_from_the_declarations():
+    from frames_dspy.evaluation import RESUME_KEYS
+    from frames_dspy.session import SESSION_KEYS
+    from optimize.config import STUDY_KEYS
+
+    session = {"model", "api_base", "judge_model", "judge_api_base", "autorater",
+               "temperature", "max_tokens", "retriever", "context_tokens"}  # fmt: skip
+    assert set(SESSION_KEYS) == session
+    assert set(RESUME_KEYS) == session | {
+        "dataset", "corpus", "distractors", "rounds", "k", "n_docs", "include_question",
+        "cot", "program", "retrieval_only",
+    }  # fmt: skip
+    assert set(STUDY_KEYS) == session | {"train", "dev", "seed", "include_question", "cot",
+                                         "objective"}  # fmt: skip
