@@ -95,10 +95,12 @@ def test_the_resume_keys_come_from_the_declarations():
 
     session = {"model", "api_base", "judge_model", "judge_api_base", "autorater",
                "temperature", "max_tokens", "retriever", "context_tokens"}  # fmt: skip
-    assert set(SESSION_KEYS) == session
-    assert set(RESUME_KEYS) == session | {
+    # The keys once kept by hand are all declared (a new setting may add to them).
+    assert session <= set(SESSION_KEYS)
+    assert session | {
         "dataset", "corpus", "distractors", "rounds", "k", "n_docs", "include_question",
         "cot", "program", "retrieval_only",
-    }  # fmt: skip
-    assert set(STUDY_KEYS) == session | {"train", "dev", "seed", "include_question", "cot",
-                                         "objective"}  # fmt: skip
+    } <= set(RESUME_KEYS)  # fmt: skip
+    assert session | {"train", "dev", "seed", "include_question", "cot",
+                      "objective"} <= set(STUDY_KEYS)  # fmt: skip
+    assert not {"threads", "out", "mlflow", "trials", "max_lm_calls"} & set(STUDY_KEYS)
