@@ -47,7 +47,7 @@ from frames_dspy.session import (
     load_store,
     open_session,
 )
-from frames_dspy.settings import resume_keys, setting
+from frames_dspy.settings import declared_defaults, resume_keys, setting
 from frames_dspy.tracking import log_evaluation
 
 logger = logging.getLogger(__name__)
@@ -285,7 +285,12 @@ def _check_resume(run: RunFolder, config: dict[str, Any]) -> None:
     previous = run.read_json("config.json")
     if previous is None:
         return
-    differences = setting_differences(previous.get("settings", {}), config["settings"], RESUME_KEYS)
+    differences = setting_differences(
+        previous.get("settings", {}),
+        config["settings"],
+        RESUME_KEYS,
+        defaults=declared_defaults(EvalConfig),
+    )
     for key in ("dataset_sha256", "corpus_sha256", "program_sha256"):
         # A naive-only run has no corpus hash; it can be extended with retrieval conditions.
         old, new = previous.get(key), config.get(key)

@@ -115,11 +115,18 @@ def environment_record() -> dict[str, Any]:
 
 
 def setting_differences(
-    previous: Mapping[str, Any], current: Mapping[str, Any], keys: Iterable[str]
+    previous: Mapping[str, Any],
+    current: Mapping[str, Any],
+    keys: Iterable[str],
+    *,
+    defaults: Mapping[str, Any] | None = None,
 ) -> list[str]:
-    """``key: old -> new`` for each of ``keys`` whose value changed."""
-    return [
-        f"{key}: {previous.get(key)!r} -> {current.get(key)!r}"
-        for key in keys
-        if previous.get(key) != current.get(key)
-    ]
+    """``key: old -> new`` for each of ``keys`` whose value changed. A key ``previous`` lacks
+    (a setting added since) counts as its value in ``defaults``: what the old run used."""
+    defaults = defaults or {}
+    differences = []
+    for key in keys:
+        old = previous[key] if key in previous else defaults.get(key)
+        if old != current.get(key):
+            differences.append(f"{key}: {old!r} -> {current.get(key)!r}")
+    return differences

@@ -28,6 +28,7 @@ __all__ = [
     "setting",
     "options",
     "resume_keys",
+    "declared_defaults",
     "command_args",
     "settings_record",
     "settings_markdown",
@@ -152,6 +153,17 @@ def options(config_type: type, entry: str | None = None) -> Iterator[tuple[str, 
             continue
         flag = option.flag or "--" + f.name.replace("_", "-")
         yield f.name, Option(**{**asdict(option), "flag": flag}), _default(f)
+
+
+def declared_defaults(config_type: type) -> dict[str, Any]:
+    """Each declared option's default (computed ones computed now): what a run made before
+    the option existed used. Records without a flag (``autorater``) have none: their
+    absence means an older version, not the default."""
+    return {
+        f.name: _default(f)
+        for f in fields(config_type)
+        if "option" in f.metadata and f.metadata["option"].flag is not None
+    }
 
 
 def resume_keys(config_type: type, entry: str) -> tuple[str, ...]:

@@ -50,6 +50,7 @@ from frames_dspy.records import SCHEMA_VERSION
 from frames_dspy.run_folder import RunFolder
 from frames_dspy.runner import RunAborted
 from frames_dspy.session import open_session
+from frames_dspy.settings import declared_defaults
 from frames_dspy.tracking import log_study
 from optimize.config import (
     COMPILE_EXAMPLES,
@@ -158,6 +159,7 @@ def run_compile(
         settings=settings,
         sampler=make_sampler(config.sampler, sampler_seed, config.trials),
         metric=config.objective,
+        defaults=declared_defaults(CompileConfig),
     )
     reap_dead_local_trials(study)
     new_trials = max(0, config.trials - count_active(study))

@@ -83,8 +83,12 @@ def open_study(
     settings: dict[str, Any],
     sampler: optuna.samplers.BaseSampler,
     metric: str = "accuracy",
+    defaults: dict[str, Any] | None = None,
 ) -> optuna.Study:
     """Create the two-objective study, or load it if it exists with the same settings.
+
+    A setting the stored study lacks (one added since it was made) counts as its value in
+    ``defaults``, the value the study's trials ran with.
 
     Raises:
         ValueError: the storage cannot be opened, or the stored study was made with other
@@ -105,10 +109,11 @@ def open_study(
             warnings.simplefilter("ignore", optuna.exceptions.ExperimentalWarning)
             study.set_metric_names([metric, "tokens_per_q"])
     else:
+        defaults = defaults or {}
         differences = [
-            f"{key}: {previous.get(key)!r} -> {settings.get(key)!r}"
+            f"{key}: {previous.get(key, defaults.get(key))!r} -> {settings.get(key)!r}"
             for key in sorted(set(previous) | set(settings))
-            if previous.get(key) != settings.get(key)
+            if previous.get(key, defaults.get(key)) != settings.get(key)
         ]
         if differences:
             raise ValueError(

@@ -98,3 +98,20 @@ def test_samplers_are_seeded(name, kind):
     assert isinstance(make_sampler(name, 0, 10), kind)
     assert proposals(7) == proposals(7)
     assert proposals(7) != proposals(8)
+
+
+def test_a_setting_added_since_the_study_counts_as_its_default(tmp_path):
+    url = f"sqlite:///{tmp_path / 'study.db'}"
+    open_study(url, "s", settings={"model": "m"}, sampler=make_sampler("random", 0, 4))
+    newer = {"model": "m", "judge_max_tokens": 256}
+    with pytest.raises(ValueError, match="judge_max_tokens: None -> 256"):
+        open_study(url, "s", settings=newer, sampler=make_sampler("random", 0, 4))
+    open_study(  # the old study ran with the default: it resumes
+        url, "s", settings=newer, sampler=make_sampler("random", 0, 4),
+        defaults={"judge_max_tokens": 256},
+    )  # fmt: skip
+    with pytest.raises(ValueError, match="judge_max_tokens: 256 -> 512"):
+        open_study(
+            url, "s", settings={**newer, "judge_max_tokens": 512},
+            sampler=make_sampler("random", 0, 4), defaults={"judge_max_tokens": 256},
+        )  # fmt: skip

@@ -181,6 +181,10 @@ def test_setting_differences_lists_only_the_changed_keys_in_order():
     assert setting_differences({}, {"retriever": "bm25s"}, keys) == ["retriever: None -> 'bm25s'"]
     assert setting_differences(previous, current, ["threads"]) == ["threads: None -> 8"]
     assert setting_differences(previous, dict(previous), keys) == []
+    # A key added since the old run counts as the default it ran with.
+    added = setting_differences({}, {"judge_max_tokens": 256}, ["judge_max_tokens"],
+                                defaults={"judge_max_tokens": 256})  # fmt: skip
+    assert added == []
 
 
 def test_environment_record_names_versions_python_and_a_utc_start():
