@@ -130,6 +130,13 @@ class ModelDataSettings:
         help="output tokens per program LM call (default %(default)s)",
         resume=("evaluate", "compile"),
     )
+    judge_max_tokens: int = setting(
+        JUDGE_MAX_TOKENS,
+        kind="positive_int",
+        group="models",
+        help="output tokens per judge call: an explanation and the verdict (default %(default)s)",
+        resume=("evaluate", "compile"),
+    )
     lm_timeout: float | None = setting(
         None,
         kind="positive_float",
@@ -301,7 +308,7 @@ def make_judge(
     """The judge LM and the autorater, built exactly as every entry point builds them.
 
     With the program's own model as judge, the judge is a copy of ``lm`` with its own limits
-    (greedy, :data:`JUDGE_MAX_TOKENS`), so its calls are told apart from the program's.
+    (greedy, ``judge_max_tokens``), so its calls are told apart from the program's.
     ``python -m frames_dspy.judge validate`` builds its judge here too, so the agreement it
     measures is that of a run's autorater.
     """
@@ -309,17 +316,17 @@ def make_judge(
         if settings.judge_is_program_model():
             if lm is None:
                 lm = _program_lm(settings)
-            judge_lm = lm.copy(temperature=0.0, max_tokens=JUDGE_MAX_TOKENS)
+            judge_lm = lm.copy(temperature=0.0, max_tokens=settings.judge_max_tokens)
         else:
             judge_lm = make_lm(
                 settings.judge_model,
                 temperature=0.0,
-                max_tokens=JUDGE_MAX_TOKENS,
+                max_tokens=settings.judge_max_tokens,
                 api_base=settings.judge_api_base,
                 timeout=settings.lm_timeout,
             )
     elif judge_lm is lm:
-        judge_lm = lm.copy(temperature=0.0, max_tokens=JUDGE_MAX_TOKENS)
+        judge_lm = lm.copy(temperature=0.0, max_tokens=settings.judge_max_tokens)
     return judge_lm, Autorater(judge_lm)
 
 
