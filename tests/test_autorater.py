@@ -135,8 +135,8 @@ def test_unparseable_judge_reply_is_a_judge_error(reply):
 
 
 def test_unknown_decision_mode_or_threshold_is_refused():
-    with pytest.raises(ValueError, match="decide_by='vote'"):
-        Autorater(decide_by="vote")
+    with pytest.raises(ValueError, match="decide_by='ballot'"):
+        Autorater(decide_by="ballot")
     with pytest.raises(ValueError, match="threshold=1.5"):
         Autorater(threshold=1.5)
 

@@ -17,6 +17,7 @@ from lm_fakes import ScriptedLlama, judge_pieces
 
 from frames_dspy.judge import Judgement, LabelledItem
 from frames_dspy.judge.__main__ import main
+from frames_dspy.judge.labels import load_labels, select_split
 from frames_dspy.judge.validate import ValidationReport, cohen_kappa, render, validate
 
 # --- Cohen's kappa and the report, by hand -----------------------------------------------------
@@ -107,12 +108,12 @@ ROWS = [
      "response": "It was Novak Djokovic.", "label": True, "kind": "exact"},
     {"case": 2, "id": 1, "question": "Who won?", "gold": "Novak Djokovic",
      "response": "Either Djokovic or Nadal.", "label": False, "kind": "hedge"},
-    {"case": 3, "id": 2, "question": "Which chain?", "gold": "Kentucky Fried Chicken",
-     "response": "KFC", "label": True, "kind": "paraphrase"},
+    {"case": 3, "id": 2, "question": "Which chain?", "gold": "Grand Union Bakery",
+     "response": "GUB", "label": True, "kind": "paraphrase"},
     {"case": 4, "id": 3, "question": "Which law?", "gold": "The Sherman Antitrust Act",
      "response": "The Clayton Antitrust Act.", "label": False, "kind": "wrong_entity"},
-    {"case": 5, "id": 2, "question": "Which chain?", "gold": "Kentucky Fried Chicken",
-     "response": "Pizza Hut", "label": False, "kind": "wrong_entity"},
+    {"case": 5, "id": 2, "question": "Which chain?", "gold": "Grand Union Bakery",
+     "response": "Taco Barn", "label": False, "kind": "wrong_entity"},
 ]  # fmt: skip
 
 
@@ -143,7 +144,7 @@ def test_validate_json_builds_the_judge_as_evaluate_does(labels, true_judge, cap
     # labels TRUE 2/5, verdicts TRUE 3/5: p_e = .4 * .6 + .6 * .4 = .48, kappa = .32 / .52
     assert out["kappa"] == pytest.approx(0.32 / 0.52)
     assert out["rules"]["verdicts"] == 3 and out["rules"]["precision"] == 1.0
-    assert out["per_method"]["different_name"]["verdicts"] == 1  # Pizza Hut: no LM call
+    assert out["per_method"]["different_name"]["verdicts"] == 1  # Taco Barn: no LM call
     assert out["lm"]["verdicts"] == 2 and out["lm"]["with_p_true"] == 2
     assert out["per_method"]["judge"]["verdicts"] == 2
     assert [d["case"] for d in out["disagreements"]] == [4]
@@ -163,6 +164,16 @@ def test_validate_reads_the_labels_variable(labels, true_judge, monkeypatch, cap
     monkeypatch.setenv("FRAMES_JUDGE_LABELS", str(labels))
     assert main(["validate", "--model", true_judge, "--json", "--quiet"]) == 0
     assert json.loads(capsys.readouterr().out)["n"] == 5
+
+
+def test_validate_scores_one_half_when_asked(labels, true_judge, capsys):
+    items = load_labels(labels)
+    for split in ("dev", "held-out"):
+        argv = ["validate", "--labels", str(labels), "--split", split, "--json", "--quiet"]
+        assert main([*argv, "--judge-model", true_judge]) == 0
+        out = json.loads(capsys.readouterr().out)
+        assert out["n"] == len(select_split(items, split)) and 0 < out["n"] < len(items)
+        assert out["labels"].endswith(f"({split} half)")
 
 
 GOOD = json.dumps(ROWS[0])
@@ -215,8 +226,9 @@ def test_unknown_command_and_bad_option_exit_2(capsys):
 def test_the_embedded_judge_agrees_with_the_development_labels(judge_labels, tmp_path):
     # A fresh DSPy cache, so no answer cached by an earlier run can stand in for the judge's.
     env = {**os.environ, "DSPY_CACHEDIR": str(tmp_path / "dspy-cache")}
+    # Only the dev half: the held-out half is scored once, by hand, never by a test.
     command = [sys.executable, "-m", "frames_dspy.judge", "validate", "--labels",
-               str(judge_labels), "--json", "--quiet"]  # fmt: skip
+               str(judge_labels), "--split", "dev", "--json", "--quiet"]  # fmt: skip
     done = subprocess.run(command, env=env, capture_output=True, text=True, timeout=3600)
     assert done.returncode == 0, done.stderr[-3000:]
     out = json.loads(done.stdout)
@@ -224,7 +236,7 @@ def test_the_embedded_judge_agrees_with_the_development_labels(judge_labels, tmp
         "rules": out["rules"],
         "lm": out["lm"],
     }
-    assert out["n"] >= 100, summary
+    assert out["n"] >= 50, summary
     assert out["rules"]["share"] >= 0.60 and out["rules"]["precision"] >= 0.97, summary
     assert out["lm"]["verdicts"] == 0 or out["lm"]["with_p_true"] > 0, summary
     assert out["accuracy"] >= 0.90 and out["kappa"] >= 0.80, summary

@@ -20,7 +20,7 @@ from pathlib import Path
 
 from frames_dspy import paths
 from frames_dspy.cli import CommandParser, add_model_arguments, positive_int, start_command
-from frames_dspy.judge.labels import LabelError, load_labels
+from frames_dspy.judge.labels import SPLIT_SEED, SPLITS, LabelError, load_labels, select_split
 from frames_dspy.judge.validate import ItemResult, render, validate
 from frames_dspy.lm import LMSetupError
 from frames_dspy.lm.cache import use_cache
@@ -46,6 +46,14 @@ def build_parser() -> CommandParser:
         metavar="FILE.jsonl",
         help=f"labelled items: question, gold, response, label[, kind] (default: "
         f"${paths.JUDGE_LABELS_ENV})",
+    )
+    check.add_argument(
+        "--split",
+        choices=SPLITS,
+        default="all",
+        help=f"which items: the dev half (rules may be developed on it), the held-out half (only "
+        f"ever scored) or all; halves are cut by question with seed {SPLIT_SEED} "
+        "(default %(default)s)",
     )
     add_model_arguments(check, ModelDataSettings())
     check.add_argument("--json", action="store_true", help="print one JSON object")
@@ -90,7 +98,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             f"{paths.JUDGE_LABELS_ENV}\n"
         )  # fmt: skip
     try:
-        items = load_labels(labels)
+        items = select_split(load_labels(labels), args.split)
     except LabelError as err:
         parser.exit(2, f"{parser.prog}: error: {err}\n")
     settings = _settings(args)
@@ -118,7 +126,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         parser.exit(2, f"\n{parser.prog}: error: the judge cannot run: {err}\n")
     if not args.quiet:
         print(file=sys.stderr)
-    report.labels = str(Path(labels))
+    report.labels = str(Path(labels)) + ("" if args.split == "all" else f" ({args.split} half)")
     report.judge = getattr(judge_lm, "model", str(judge_lm))
     if args.json:
         print(json.dumps(report.to_dict(), indent=2))

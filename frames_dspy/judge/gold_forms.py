@@ -1,7 +1,7 @@
 """What a FRAMES gold answer asks for: a yes/no, a date, a quantity, a list of parts or a name.
 
-FRAMES gold answers come in many shapes ("Two million.", "This was Mesut Ozil.", "Joe Wright was
-born on August 25th, 1972.", "Naruto Uzumaki, Minato Namikaze and Jiraiya.", "Prague, Czech
+FRAMES gold answers come in many shapes ("Two million.", "This was Lena Marsh.", "Tom Avery was
+born on March 3rd, 1958.", "Naruto Uzumaki, Minato Namikaze and Jiraiya.", "Prague, Czech
 Republic", "Yes, London"). :func:`analyse_gold` reads one, with its question, into a
 :class:`GoldForm` that the rules in :mod:`frames_dspy.judge.rules` can compare a response with. It
 extracts a core answer only where that is safe; otherwise the form is ``"sentence"`` and only
@@ -291,8 +291,8 @@ def _list_parts(text: str) -> tuple[Part, ...] | None:
 def _novel_span(gold: str, question: str) -> str | None:
     """The one run of capitalised words in a gold sentence that its question does not contain.
 
-    "Didier Drogba scored 20 goals in the 2006-2007 ... season" for "Which player scored 20
-    goals ...?" gives "Didier Drogba". Any other new content word makes it unsafe (None).
+    "Rosa Quint scored 14 goals in the 1998-1999 ... season" for "Which player scored 14
+    goals ...?" gives "Rosa Quint". Any other new content word makes it unsafe (None).
     """
     asked = {t.norm for t in tokens(fold(question))}
     asked |= {w.rstrip("s") for w in asked}
@@ -393,7 +393,7 @@ def analyse_gold(gold: str, question: str = "") -> GoldForm:
         return GoldForm("quantity", text, quantity=found[0], is_year=found[1], has_or=has_or)
     if not any(t.norm in _FINITE_VERBS for t in tokens(core)) and (parts := _list_parts(core)):
         return GoldForm("list", text, parts=parts, has_or=has_or)
-    # "St. Sylvester I, whose Latin name was Silvester": the clause only describes the name.
+    # "St. Aldric II, whose Latin name was Aldricus": the clause only describes the name.
     if (
         (m := _RELATIVE.match(core))
         and not _sentence_like(m.group(1))

@@ -116,7 +116,7 @@ class Response:
 
 # --- finding the gold in the response --------------------------------------------------------
 
-# Titles before a name do not make it a longer name ("Pope Silvester I" names Silvester I).
+# Titles before a name do not make it a longer name ("Pope Aldric II" names Aldric II).
 _NAME_LEADS = word_set(
     "st saint pope king queen president sir dr mr mrs ms lord lady prince princess general "
     "emperor empress duke duchess count mount mt lake river fort cape"
@@ -232,7 +232,7 @@ _ROLE = re.compile(
 def _alternative(word: str, words: tuple[str, ...]) -> bool:
     """Whether ``word`` across an "or" is another candidate, not an alias of the gold."""
     if word.isupper() and len(word) > 1:
-        return False  # "Kentucky Fried Chicken or KFC": an acronym restates the answer
+        return False  # "Grand Union Bakery or GUB": an acronym restates the answer
     low = word.casefold()
     if low == "either":
         return False
@@ -242,7 +242,7 @@ def _alternative(word: str, words: tuple[str, ...]) -> bool:
 def negated(resp: Response, start: int, end: int) -> bool:
     """Whether the words around a span reject it.
 
-    "not 282 years", "1961 isn't right", "2011 is a common guess, but ...", "Some say 1961,
+    "not 317 years", "1874 isn't right", "2011 is a common guess, but ...", "Some say 1874,
     but in fact ...": negated, called wrong or a guess, or corrected after "but".
     """
     s_start, s_end = resp.sentences[resp.sentence_of(start)]
@@ -258,7 +258,7 @@ def negated(resp: Response, start: int, end: int) -> bool:
 def position(resp: Response, m: Mention, words: tuple[str, ...], question: str) -> str:
     """How a mention of the gold stands: asserted, rejected, alternative, listed or neutral."""
     if m.end_sent != m.sent:
-        return "neutral"  # a gold of two sentences ("Bana Kingdom. 10 Kings.") met in one piece
+        return "neutral"  # a gold of two sentences ("Oro Valley. 12 towns.") met in one piece
     s_start, s_end = resp.sentences[m.sent]
     before, after = resp.text[s_start : m.start], resp.text[m.end : s_end]
     if negated(resp, m.start, m.end):
@@ -393,7 +393,7 @@ def refusal(resp: Response) -> str | None:
     """The phrase by which the response declines to answer ("I cannot determine"), or None.
 
     None too when it goes on to guess ("I can't be sure, but it is X"; "I can't say for
-    certain. It is KFC."): the guess is an answer, maybe a paraphrase of the gold.
+    certain. It is GUB."): the guess is an answer, maybe a paraphrase of the gold.
     """
     text = resp.unquoted
     refused = _REFUSAL.search(text) or (NEGATION.search(text) and _ENOUGH_TO_SAY.search(text))
@@ -418,7 +418,7 @@ def hedge(resp: Response, question: str) -> str | None:
     """Why the response offers two or more candidates without committing, or None.
 
     "either A or B", two or more of "possibly"/"maybe"/"could be", "depending on ... A or B",
-    "could be A or B", and two values joined by "or" ("7 or 8 years", "1946 or 1947").
+    "could be A or B", and two values joined by "or" ("7 or 8 years", "1881 or 1882").
     """
     text = resp.unquoted
     if (m := _EITHER.search(text)) and not re.search(r"\beither\b", question, re.I):

@@ -2,27 +2,27 @@
 
 The FRAMES paper's judge asks whether the meaning and vital facts of the gold answer are in a
 response. When the gold answer names someone or something (a person, place, work, team), a
-response that carries no form of that name at all has named something else: "Pizza Hut" for
-"Kentucky Fried Chicken", "Tatiana Gutsu" for "Svetlana Boginskaya". A small LM judge says
+response that carries no form of that name at all has named something else: "Taco Barn" for
+"Grand Union Bakery", "Ilse Brandt" for "Irena Novikova". A small LM judge says
 TRUE to such answers (measured on judge_dev: the embedded 0.5B judge accepted 11 of 11 wrong
 entities), so :func:`names_another` checks it without one.
 
 It replaces the overlap guard of earlier versions, which kept a judge's TRUE only when half the
-gold's content words were in the response and so rejected "KFC", "Richard Bedford Bennett" for
-"R. B. Bennett" and "Pope Silvester I" for "St. Sylvester I". Here a single name word of the
+gold's content words were in the response and so rejected "GUB", "John Henry Dalton" for
+"J. H. Dalton" and "Pope Aldric II" for "St. Aldric II". Here a single name word of the
 gold in any of these forms is enough:
 
-- the same word ("Yzerman" for "Steve Yzerman", "Bulls" for "The Chicago Bulls");
-- another spelling or inflection: one starts with the other (``Violante``/``Violant``), or
-  they begin alike and are one edit apart (two for long words: ``Boguinskaya``/``Boginskaya``;
-  but ``Walls`` is not ``Valls``);
-- initials: "KFC" for "Kentucky Fried Chicken" ("USA", which begins with them, for "United
+- the same word ("Okafor" for "Grace Okafor", "Herons" for "The Dayton Herons");
+- another spelling or inflection: one starts with the other (``Marlowe``/``Marlow``), or
+  they begin alike and are one edit apart (two for long words: ``Dostoyevsky``/``Dostoevsky``;
+  but ``Hart`` is not ``Bart``);
+- initials: "GUB" for "Grand Union Bakery" ("USA", which begins with them, for "United
   States"), and "NASA" in a gold for its words spelled out.
 
 Only the gold's name words count: words the question already contains are left out (a
 response may repeat the question), and so are function words; a gold with no name word left
 (a number, a date, lower-case words) is not checked, nor is a response that shares a number
-with the gold (a sentence gold "Shreve was 52 and Lamb 46" is answered by "52 and 46").
+with the gold (a sentence gold "Ames was 61 and Bell 47" is answered by "61 and 47").
 """
 
 from __future__ import annotations
@@ -87,7 +87,7 @@ def same_name_word(gold_word: str, word: str) -> bool:
 
 
 def _initials(words: Iterable[str]) -> set[str]:
-    """Initials of each run of two or more capitalised words ("Kentucky Fried Chicken": kfc)."""
+    """Initials of each run of two or more capitalised words ("Grand Union Bakery": gub)."""
     out, run = set(), []
     for word in [*words, ""]:
         if word.casefold() in _CONNECTORS:
@@ -138,7 +138,7 @@ def names_another(question: str, gold: str, response: str) -> str | None:
     said_norm = {_norm(w) for w in said if not w[0].isdigit()}
     if any(same_name_word(name, word) for name in names for word in said_norm):
         return None
-    # Initials either way: "KFC" for Kentucky Fried Chicken, "National Aeronautics and Space
+    # Initials either way: "GUB" for Grand Union Bakery, "National Aeronautics and Space
     # Administration" for NASA.
     gold_initials = _initials(_words(gold))
     if gold_initials & said_norm or _initials(said) & set(names):

@@ -2,8 +2,8 @@
 
 Every accuracy this project prints rests on the autorater. These rules decide the items whose
 verdict does not need judgement: the same answer in another form (``"twenty-one"`` for 21,
-``"5:31"`` for 5 minutes 31 seconds, ``"25 August 1972"`` for August 25th, 1972, ``"Mesut
-Ozil"`` for "This was Mesut Ozil."), and the plain failures (an empty response, a refusal, a
+``"5:31"`` for 5 minutes 31 seconds, ``"3 March 1958"`` for March 3rd, 1958, ``"Lena
+Marsh"`` for "This was Lena Marsh."), and the plain failures (an empty response, a refusal, a
 hedge between candidates, a different number, the right digits in the wrong unit, a year for a
 full date, the gold answer named only to be rejected). Everything else returns None and goes to
 the LM judge. Precision matters more than coverage: a wrong rule verdict is never checked again,
@@ -150,7 +150,7 @@ def _decide_list(form: GoldForm, resp: Response, question: str) -> RuleVerdict |
         why = "the response names every part of the gold as one list"
         return RuleVerdict(True, "stated_answer", why)
     # Partial only when the list is closed ("... founded by Steve Jobs and Steve Wozniak.", not
-    # "Miley Cyrus and her father") and no word of a missing part appears anywhere.
+    # "Ada Lind and her father") and no word of a missing part appears anywhere.
     s_end = resp.sentences[spots[0].sent][1]
     if not re.match(r"^[\s\"')]*(?:[.!;]|$)", resp.text[spots[-1].end : s_end]):
         return None
@@ -309,7 +309,7 @@ def _in_name(resp: Response, q: Quantity) -> bool:
     return m.start(1) > sentence_start and m.group(1).casefold() not in _NOT_NAMES
 
 
-# Words before a number that do not make it part of a name ("May 1946", "About 12").
+# Words before a number that do not make it part of a name ("May 1881", "About 12").
 _NOT_NAMES = word_set(
     "january february march april may june july august september october november december "
     "jan feb mar apr jun jul aug sep sept oct nov dec about around approximately over under "
