@@ -13,6 +13,7 @@ import dataclasses
 import pytest
 
 from frames_dspy.judge.labels import load_labels, score_rules, select_split
+from frames_dspy.judge.names import names_another
 from frames_dspy.judge.rules import RULES, RuleVerdict, decide
 
 Q_CANNABIS = "Are mulberries more related to raspberries or cannabis?"
@@ -416,6 +417,59 @@ def test_yes_and_no_is_not_decided():
     assert verdict("Was he alive?", "Yes", "Yes and no.") is None
 
 
+# --- a response that is only a name, read word by word ----------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("question", "gold", "response", "expected"),
+    [
+        ("Who?", "Katharina Wendt", "Katarina Wendt.", (True, "stated_answer")),  # spelling
+        ("Who led the expedition?", "Edmund Carrow", "Carrow.", (True, "stated_answer")),
+        ("Which ship?", "Edmund Carrow", "Carrow.", None),  # a surname answers "who" only
+        ("Which treaty?", "The Treaty of Velmont", "The Treaty of Ardmore.",
+         (False, "different_name")),
+        ("Who?", "Ada Maria Brand", "Ada Quill Brand.", (False, "different_name")),
+        ("Who?", "Robert Hale", "Bob Hale.", None),  # a nickname: too short to call a swap
+        ("Who?", "Ada Maria Brand", "Ada Mirta Brand.", None),  # begins alike: maybe a spelling
+        ("Which pope?", "St. Aldric II", "Pope Aldric II.", None),  # a title for a title
+        ("Where?", "Oakdale, Ohio", "Fairview, Ohio.", (False, "different_name")),
+        ("Where?", "Oakdale, Ohio", "Oakdale.", (True, "stated_answer")),
+        ("Which team?", "The Dayton Herons", "The Dayton Heron.", (True, "stated_answer")),
+    ],
+)  # fmt: skip
+def test_a_name_read_word_by_word(question, gold, response, expected):
+    assert verdict(question, gold, response) == expected
+
+
+@pytest.mark.parametrize(
+    ("gold", "response", "expected"),
+    [
+        ("A) The red lantern", "B) The blue lantern", (False, "other_option")),
+        ("(c) Twelve", "The answer is (a): eleven.", (False, "other_option")),
+        ("A) The red lantern", "A) The red lantern", (True, "exact")),
+        ("A) The red lantern", "A. The red one", None),  # the same letter: not decided here
+        ("Route A", "B) Route B", None),  # the gold is no lettered option
+    ],
+)  # fmt: skip
+def test_another_lettered_option(gold, response, expected):
+    assert verdict("Which one? A) The red lantern B) The blue lantern", gold, response) == expected
+
+
+def test_plural_and_singular_are_one_word():
+    assert verdict("Which fruits?", "Apple and pear.", "Pears and apples.") is None  # not FALSE
+    assert verdict("Which teams?", "Herons and Hawks", "The Hawk and the Heron.") == (
+        True,
+        "stated_answer",
+    )
+
+
+def test_an_explanation_gold_is_not_read_for_names():
+    gold = "She visited in 1990 and 1994. So she went there three times."
+    question = "How many times did she visit the island?"
+    assert names_another(question, gold, "Twice, in spring.") is None  # "So" is no name
+    assert verdict(question, gold, "3") == (True, "same_quantity")
+
+
 # --- abstentions: paraphrases and wrong entities ---------------------------------------------
 
 
@@ -423,11 +477,9 @@ def test_yes_and_no_is_not_decided():
     ("question", "gold", "response"),
     [
         ("Which food chain?", "Grand Union Bakery", "GUB."),
-        ("Who?", "Svetlana Boginskaya", "Svetlana Boguinskaya."),
         ("Which element, and who is it named after?", "Mendelevium is named after Dmitri "
          "Mendeleev.", "The element is mendelevium, which was named after Mendeleev."),
         ("Who are the two producers?", "Ivan Stroud and Nora Pell", "Stroud and Pell."),
-        ("Who?", "Kenji Arata", "Arata."),
         ("Which Pope?", "St. Aldric II, whose Latin name was Aldrik", "Pope Aldrik II."),
         ("Which country?", "United States", "USA"),
     ],
@@ -440,9 +492,7 @@ def test_paraphrases_are_left_to_the_judge(question, gold, response):
     ("question", "gold", "response"),
     [
         ("What key?", "C major", "C minor."),
-        ("What would the name be?", "Martin Gilbert Sartre", "Martin Roger Sartre."),
         (Q_CANNABIS, "Cannabis", "Raspberries."),
-        ("Which law?", "The Sherman Antitrust Act", "The Clayton Antitrust Act."),
     ],
 )  # fmt: skip
 def test_wrong_entities_sharing_a_name_word_are_left_to_the_judge(question, gold, response):

@@ -21,6 +21,7 @@ from frames_dspy.judge.answer_forms import (
     parse_quantities,
 )
 from frames_dspy.judge.place_names import is_place_name
+from frames_dspy.judge.words import ARTICLES, FUNCTION_WORDS, word_set
 
 __all__ = [
     "GoldForm",
@@ -30,18 +31,14 @@ __all__ = [
     "is_multi_part_question",
     "norm_tokens",
     "question_asks",
+    "same_words",
+    "singular",
     "tokens",
     "word_set",
 ]
 
 # Currency signs are words here, so "$559.8 million" is not "£559.8 million".
 _TOKEN = re.compile(r"[A-Za-z]+|\d+(?:[.,]\d+)*|[$£€¥]")
-_ARTICLES = frozenset({"a", "an", "the"})
-
-
-def word_set(words: str) -> frozenset[str]:
-    """The set of the space-separated words of ``words``."""
-    return frozenset(words.split())
 
 
 @dataclass(frozen=True)
@@ -62,7 +59,7 @@ def tokens(text: str) -> list[Token]:
     out = []
     for m in _TOKEN.finditer(text):
         norm = m.group().casefold()
-        if norm in _ARTICLES:
+        if norm in ARTICLES:
             continue
         if norm[0].isdigit():
             norm = norm.replace(",", "")
@@ -73,6 +70,28 @@ def tokens(text: str) -> list[Token]:
 def norm_tokens(text: str) -> tuple[str, ...]:
     """The normal forms of the words of ``text`` (folded here)."""
     return tuple(t.norm for t in tokens(fold(text)))
+
+
+def singular(word: str) -> str:
+    """A normalised word without a plural ending: "pears" -> "pear", "berries" -> "berry".
+
+    Only regular endings, and only on words of four letters or more ("bus" and "gas" stay);
+    "ss" is no plural ("Ross"). Numbers are left as they are.
+    """
+    if len(word) < 4 or word[0].isdigit() or word.endswith("ss"):
+        return word
+    if word.endswith("ies") and len(word) > 4:
+        return word[:-3] + "y"
+    if re.search(r"(?:ch|sh|x|z|ss)es$", word):
+        return word[:-2]
+    return word[:-1] if word.endswith("s") else word
+
+
+def same_words(a: tuple[str, ...], b: tuple[str, ...]) -> bool:
+    """Whether two word sequences are the same words, up to regular plural endings."""
+    return len(a) == len(b) and all(
+        x == y or singular(x) == singular(y) for x, y in zip(a, b, strict=True)
+    )
 
 
 @dataclass(frozen=True)
@@ -211,13 +230,6 @@ _QUANTITY_FILLER = word_set(
     "number no approximately about around roughly total increase decrease difference of in "
     "and per ppg points goals km long"
 )
-_STOP = word_set(
-    "a an the this that these those it its is was are were be been being of in on at to for by "
-    "with from as and or but which who whom whose what when where why how than then there their "
-    "his her he she they them we you i me my our your also only both all any some each other "
-    "has had have do does did not no so such into about after before over under up down out "
-    "same very more most less least"
-)
 
 
 def _strip(text: str) -> str:
@@ -298,7 +310,7 @@ def _novel_span(gold: str, question: str) -> str | None:
     asked |= {w.rstrip("s") for w in asked}
     toks = tokens(gold)
     novel = [
-        t.norm not in asked and t.norm.rstrip("s") not in asked and t.norm not in _STOP
+        t.norm not in asked and t.norm.rstrip("s") not in asked and t.norm not in FUNCTION_WORDS
         for t in toks
     ]
     spans: list[list[Token]] = []
@@ -385,7 +397,7 @@ def analyse_gold(gold: str, question: str = "") -> GoldForm:
         d = dates[0]
         rest = core[: d.start] + core[d.end :]
         asked = {t.norm for t in tokens(question)}
-        extra = [t for t in tokens(rest) if t.norm not in asked and t.norm not in _STOP]
+        extra = [t for t in tokens(rest) if t.norm not in asked and t.norm not in FUNCTION_WORDS]
         asks_date = question_asks(question) == "date"
         if not extra or (asks_date and not is_multi_part_question(question)):
             return GoldForm("date", text, date=d, has_or=has_or)

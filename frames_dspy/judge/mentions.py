@@ -18,8 +18,9 @@ from dataclasses import dataclass
 from functools import cached_property
 
 from frames_dspy.judge.answer_forms import Quantity, fold, parse_dates, parse_quantities
-from frames_dspy.judge.gold_forms import Token, tokens, word_set
+from frames_dspy.judge.gold_forms import Token, same_words, tokens
 from frames_dspy.judge.place_names import is_place_name
+from frames_dspy.judge.words import ARTICLES, FUNCTION_WORDS, NAME_TITLES, word_set
 
 __all__ = [
     "Response",
@@ -116,20 +117,6 @@ class Response:
 
 # --- finding the gold in the response --------------------------------------------------------
 
-# Titles before a name do not make it a longer name ("Pope Aldric II" names Aldric II).
-_NAME_LEADS = word_set(
-    "st saint pope king queen president sir dr mr mrs ms lord lady prince princess general "
-    "emperor empress duke duchess count mount mt lake river fort cape"
-)
-FUNCTION_WORDS = word_set(
-    "not no never only just even also but and or nor so yes well however although though because "
-    "since while when where why how what which who whom whose if then than thus hence therefore "
-    "as at by for from in into of on onto to with without about after before during under over "
-    "between among through it its this that these those there here is was are were be been "
-    "being has have had do does did can could will would shall should may might must now today "
-    "answer final both either neither"
-)
-
 
 @dataclass(frozen=True)
 class Mention:
@@ -146,16 +133,16 @@ def _extends(a: Token, b: Token, text: str, *, after: bool) -> bool:
     gap = text[a.end : b.start] if after else text[b.end : a.start]
     if not re.fullmatch(r"[\s'-]*", gap) or "'" in gap and after:
         return False
-    if b.norm in FUNCTION_WORDS or (not after and b.norm in _NAME_LEADS):
+    if b.norm in FUNCTION_WORDS or (not after and b.norm in NAME_TITLES):
         return False
     return b.text[0].isupper() or (after and b.text[0].isdigit() and gap.strip() == "")
 
 
 def find_mentions(resp: Response, words: tuple[str, ...]) -> list[Mention]:
-    """Where the words occur as a whole name (not inside a longer one)."""
+    """Where the words occur as a whole name (not inside a longer one), plurals aside."""
     toks, n, out = resp.toks, len(words), []
     for i in range(len(toks) - n + 1):
-        if tuple(t.norm for t in toks[i : i + n]) != words:
+        if not same_words(tuple(t.norm for t in toks[i : i + n]), words):
             continue
         if i > 0 and _extends(toks[i], toks[i - 1], resp.text, after=False):
             continue
@@ -315,7 +302,6 @@ def stated(resp: Response, start: int, end: int, question: str) -> bool:
     return False
 
 
-_ARTICLES = word_set("a an the")
 _PRONOUN_SUBJECT = word_set(
     "it this that which he she they who what answer correct final one i we think believe "
     "guess say would"
@@ -325,7 +311,7 @@ _PRONOUN_SUBJECT = word_set(
 def _subject_asked(clause: str, question: str) -> bool:
     """Whether the words before "is/was" are a pronoun or share a word with the question."""
     clause = re.split(r"[,;:(]|\b(?:so|thus|therefore|hence|and|but)\b", clause, flags=re.I)[-1]
-    words = set(re.findall(r"[a-z]+", clause.casefold())) - FUNCTION_WORDS - _ARTICLES
+    words = set(re.findall(r"[a-z]+", clause.casefold())) - FUNCTION_WORDS - ARTICLES
     if not words - _PRONOUN_SUBJECT:
         return True
     return _shares_word(" ".join(words), question)
@@ -335,7 +321,7 @@ def _shares_word(text: str, question: str) -> bool:
     """Whether a content word of ``text`` is in the question (first five letters compared)."""
 
     def stems(t: str) -> set[str]:
-        return {w[:5] for w in re.findall(r"[a-z]+", t.casefold())} - FUNCTION_WORDS - _ARTICLES
+        return {w[:5] for w in re.findall(r"[a-z]+", t.casefold())} - FUNCTION_WORDS - ARTICLES
 
     return bool(stems(text) & stems(question))
 

@@ -29,22 +29,17 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterable
+from decimal import Decimal
 
-from frames_dspy.judge.answer_forms import fold
-from frames_dspy.judge.gold_forms import analyse_gold, word_set
+from frames_dspy.judge.answer_forms import fold, parse_quantities
+from frames_dspy.judge.gold_forms import analyse_gold
+from frames_dspy.judge.words import FUNCTION_WORDS, NAME_TITLES, PLACE_NOUNS
 
 __all__ = ["gold_name_words", "names_another", "same_name_word"]
 
 _WORD = re.compile(r"[A-Za-z][A-Za-z'’]*|\d+(?:[.,]\d+)*")
 # Words that start a sentence or title a name without being the name.
-_NOT_NAMES = word_set(
-    "a an the this that these those it its he she they his her their there here is was are "
-    "were be been of in on at to for by with from as and or but not no yes which who whom whose "
-    "what when where why how than then also only both all any some each other into about after "
-    "before over under during between mr mrs ms dr st saint sir lord lady king queen prince "
-    "princess pope president emperor general captain mount lake river city county state "
-    "university college school church team club"
-)
+_NOT_NAMES = FUNCTION_WORDS | NAME_TITLES | PLACE_NOUNS
 _KINDS_WITHOUT_NAMES = ("yes_no", "date", "quantity")
 _CONNECTORS = frozenset({"of", "and", "the", "for", "&"})
 
@@ -105,11 +100,15 @@ def gold_name_words(gold: str, question: str = "") -> list[str]:
     """The gold answer's name words (normalised) that its question does not contain.
 
     Empty when the gold is a yes/no, a date or a quantity, or has no capitalised word of its
-    own (nothing to check).
+    own (nothing to check), and when it is an explanation of two or more sentences (its
+    capitalised words may only lead up to the answer). Of a name with a place after it
+    ("Foo, Ohio"), only the name's own words count: another town in Ohio is another answer.
     """
     form = analyse_gold(gold, question)
-    if form.kind in _KINDS_WITHOUT_NAMES:
+    if form.kind in _KINDS_WITHOUT_NAMES or _explanation(gold):
         return []
+    if form.kind == "name" and form.parts[0].qualifiers:
+        gold = form.parts[0].text
     asked = {_norm(w) for w in _words(question)}
     names = []
     for word in _words(gold):
@@ -122,18 +121,27 @@ def gold_name_words(gold: str, question: str = "") -> list[str]:
     return names
 
 
+def _explanation(gold: str) -> bool:
+    """A gold of two or more sentences ("Both visits were in May. So three times.")."""
+    return len(re.findall(r"\w\w[.!?]\s+[A-Z]", fold(gold).strip())) >= 1
+
+
+def _numbers(text: str) -> set[Decimal]:
+    """The values of the numbers in ``text``, in digits or words ("three" is 3)."""
+    return {q.value for q in parse_quantities(text) if not q.weak}
+
+
 def names_another(question: str, gold: str, response: str) -> str | None:
     """The gold's name words when the response carries none of them in any form, else None.
 
     None also when there is nothing to check (see :func:`gold_name_words`) or the response
-    shares a number with the gold.
+    shares a number with the gold (in digits or words).
     """
     names = gold_name_words(gold, question)
     if not names:
         return None
     said = _words(response)
-    numbers = {w.replace(",", "") for w in _words(gold) if w[0].isdigit()}
-    if numbers & {w.replace(",", "") for w in said if w[0].isdigit()}:
+    if _numbers(gold) & _numbers(response):
         return None
     said_norm = {_norm(w) for w in said if not w[0].isdigit()}
     if any(same_name_word(name, word) for name in names for word in said_norm):
