@@ -298,7 +298,7 @@ def test_methods_are_rules_or_the_judge():
 
 # --- the rules+extract protocol: the LM extracts, the rules compare ------------------------------
 
-STEP = "Djokovic reached the final after beating Nadal; the title then went to Stefanos Tsitsipas."
+STEP = "Djokovic reached the final after defeating Nadal; the title then went to Stefanos Tsitsipas."
 
 
 def test_extract_then_compare_decides_with_the_rules():
@@ -339,5 +339,5 @@ def test_the_paper_protocol_asks_the_lm_about_everything():
 
 
 def test_an_unknown_protocol_is_refused():
-    with pytest.raises(ValueError, match="protocol='vote'; choose one of rules"):
-        Autorater(protocol="vote")
+    with pytest.raises(ValueError, match="protocol='ballot'; choose one of rules"):
+        Autorater(protocol="ballot")

@@ -204,10 +204,10 @@ def test_validate_offers_only_the_judges_options(capsys):
 
 def test_an_unknown_protocol_exits_2(capsys):
     with pytest.raises(SystemExit) as info:
-        main(["validate", "--judge-protocol", "rules+lm,vote"])
+        main(["validate", "--judge-protocol", "rules+lm,ballot"])
     assert info.value.code == 2
     assert (
-        "unknown protocol vote; choose from rules+extract, rules+lm, lm" in capsys.readouterr().err
+        "unknown protocol ballot; choose from rules+extract, rules+lm, lm" in capsys.readouterr().err
     )
 
 
