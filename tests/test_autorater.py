@@ -298,7 +298,9 @@ def test_methods_are_rules_or_the_judge():
 
 # --- the rules+extract protocol: the LM extracts, the rules compare ------------------------------
 
-STEP = "Djokovic reached the final after defeating Nadal; the title then went to Stefanos Tsitsipas."
+STEP = (
+    "Djokovic reached the final after defeating Nadal; the title then went to Stefanos Tsitsipas."
+)
 
 
 def test_extract_then_compare_decides_with_the_rules():

@@ -207,7 +207,8 @@ def test_an_unknown_protocol_exits_2(capsys):
         main(["validate", "--judge-protocol", "rules+lm,ballot"])
     assert info.value.code == 2
     assert (
-        "unknown protocol ballot; choose from rules+extract, rules+lm, lm" in capsys.readouterr().err
+        "unknown protocol ballot; choose from rules+extract, rules+lm, lm"
+        in capsys.readouterr().err
     )
 
 

@@ -12,9 +12,11 @@ import dataclasses
 
 import pytest
 
+from frames_dspy.judge.gold_forms import analyse_gold
 from frames_dspy.judge.labels import load_labels, score_rules, select_split
+from frames_dspy.judge.mentions import Response
 from frames_dspy.judge.names import names_another
-from frames_dspy.judge.rules import RULES, RuleVerdict, decide
+from frames_dspy.judge.rules import PIPELINE, RULES, Case, RuleVerdict, decide
 
 Q_CANNABIS = "Are mulberries more related to raspberries or cannabis?"
 Q_WORLD_CUP = "Who won the FIFA World Cup in the year the Falklands War broke out?"
@@ -623,3 +625,24 @@ def test_a_count_answered_with_no_number_or_a_year_only(question, gold, response
 )
 def test_no_quantity_needs_no_number_at_all(question, gold, response):
     assert verdict(question, gold, response) not in ((False, "no_quantity"),)
+
+
+# --- the pipeline: one step per rule, each with its name, guard and verdicts ---------------------
+
+
+def test_every_rule_name_has_a_home_in_the_pipeline():
+    declared = {name for rule in PIPELINE for name in rule.verdicts}
+    assert declared <= set(RULES)
+    assert set(RULES) - declared == {"empty"}  # decided before the pipeline: nothing to read
+    assert len({rule.name for rule in PIPELINE}) == len(PIPELINE)
+    assert all(rule.decides for rule in PIPELINE)
+
+
+def test_a_guarded_step_leaves_other_kinds_of_gold_alone():
+    steps = {rule.name: rule for rule in PIPELINE}
+    case = Case("How many?", "12", analyse_gold("12", "How many?"), Response("Fourteen."))
+    assert steps["quantity"](case) == RuleVerdict(
+        False, "different_number", "the response commits to 'Fourteen'"
+    )
+    for name in ("list", "name", "yes_no", "date", "number_in_name"):
+        assert steps[name](case) is None

@@ -67,6 +67,7 @@ class Response:
     """A response folded once, with its sentences, quoted spans and tokens."""
 
     def __init__(self, response: str):
+        self.raw = response
         self.text = " ".join(fold(response).replace("*", "").split())
         self.sentences = self._split(self.text)
         self.quotes = [(m.start(), m.end()) for m in re.finditer(r'"[^"]*"', self.text)]

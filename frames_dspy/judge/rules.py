@@ -17,6 +17,8 @@ items.
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
+from dataclasses import dataclass
 
 from frames_dspy.judge.answer_forms import (
     compare_quantities,
@@ -50,7 +52,7 @@ from frames_dspy.judge.place_names import is_place_name
 from frames_dspy.judge.verdict import RuleVerdict
 from frames_dspy.judge.words import NAME_TITLES
 
-__all__ = ["RuleVerdict", "RULES", "decide"]
+__all__ = ["Case", "PIPELINE", "RULES", "Rule", "RuleVerdict", "decide"]
 
 
 #: Rule name -> what it decides (for docs and tables).
@@ -348,17 +350,155 @@ def _present(form: GoldForm, resp: Response, question: str) -> bool:
     return False
 
 
-_DECIDERS = {
-    "list": _decide_list,
-    "name": _decide_name,
-    "yes_no": _decide_yes_no,
-    "quantity": decide_quantity,
-    "date": decide_date,
-}
+@dataclass(frozen=True)
+class Case:
+    """One item as the rules read it: the folded question, the gold verbatim and as a
+    :class:`~frames_dspy.judge.gold_forms.GoldForm`, and the response."""
+
+    question: str
+    gold: str
+    form: GoldForm
+    resp: Response
+
+
+@dataclass(frozen=True)
+class Rule:
+    """One step of the pipeline: its name, what it decides, when it applies, and the check.
+
+    Attributes:
+        name: The step's name (the verdict's ``rule`` is one of ``verdicts``).
+        decides: What it decides, in one line (for docs and tables).
+        verdicts: The rule names its verdicts carry (see :data:`RULES`).
+        guard: Whether the step applies to a case at all; None: always.
+        check: The verdict, or None to leave the case to the next step.
+    """
+
+    name: str
+    decides: str
+    verdicts: tuple[str, ...]
+    check: Callable[[Case], RuleVerdict | None]
+    guard: Callable[[Case], bool] | None = None
+
+    def __call__(self, case: Case) -> RuleVerdict | None:
+        if self.guard is not None and not self.guard(case):
+            return None
+        return self.check(case)
+
+
+def _exact(case: Case) -> RuleVerdict | None:
+    resp, form = case.resp, case.form
+    if norm_tokens(resp.text) == norm_tokens(case.gold) or norm_tokens(
+        _strip_frame(resp.text)
+    ) == norm_tokens(_strip_frame(form.text)):
+        return RuleVerdict(True, "exact", "the response is the gold answer after normalisation")
+    return None
+
+
+def _number_in_name(case: Case) -> RuleVerdict | None:
+    main = norm_tokens(re.sub(r"\([^)]*\)", " ", _strip_frame(case.form.text)))
+    if _number_changed(norm_tokens(_strip_frame(case.resp.text)), main):
+        why = "the response is the gold with another number"
+        return RuleVerdict(False, "different_number", why)
+    return None
+
+
+def _different_name(case: Case) -> RuleVerdict | None:
+    if names := names_another(case.question, case.gold, case.resp.raw):
+        return RuleVerdict(False, "different_name", f"the response names no form of {names!r}")
+    return None
+
+
+def _of_kind(*kinds: str) -> Callable[[Case], bool]:
+    return lambda case: case.form.kind in kinds
+
+
+def _by_form(decider: Callable[[GoldForm, Response, str], RuleVerdict | None]):
+    return lambda case: decider(case.form, case.resp, case.question)
+
+
+#: The rules in the order they are tried; the first verdict wins.
+PIPELINE: tuple[Rule, ...] = (
+    Rule(
+        "refusal",
+        "the response declines and names no form of the gold",
+        ("refusal",),
+        lambda c: _refusal(c.resp, _present(c.form, c.resp, c.question)),
+    ),
+    Rule(
+        "other_option",
+        "a lettered-option gold answered with another letter",
+        ("other_option",),
+        lambda c: _other_option(c.gold, c.resp),
+    ),
+    Rule("exact", "the gold (or its core) after normalisation", ("exact",), _exact),
+    Rule(
+        "hedge",
+        "two or more candidates, no commitment (not when the gold itself says 'or')",
+        ("hedge",),
+        lambda c: _hedge(c.form, c.resp, c.question),
+        guard=lambda c: not c.form.has_or,
+    ),
+    Rule(
+        "number_in_name",
+        "the gold's name with another number in it",
+        ("different_number",),
+        _number_in_name,
+        guard=lambda c: c.form.kind not in ("quantity", "date"),  # their own rules decide
+    ),
+    Rule(
+        "list",
+        "every part of a list gold, or only some of them",
+        ("stated_answer", "partial"),
+        _by_form(_decide_list),
+        guard=_of_kind("list"),
+    ),
+    Rule(
+        "name",
+        "a name gold stated, spelled otherwise, swapped, rejected or offered as one option",
+        ("stated_answer", "different_name", "different_number", "rejected_option", "hedge"),
+        _by_form(_decide_name),
+        guard=_of_kind("name"),
+    ),
+    Rule(
+        "yes_no",
+        "a yes/no gold answered alike or with the opposite word",
+        ("stated_answer", "opposite_yes_no"),
+        _by_form(_decide_yes_no),
+        guard=_of_kind("yes_no"),
+    ),
+    Rule(
+        "quantity",
+        "a number gold: the same value, another one, another unit or scale, or none",
+        (
+            "same_quantity",
+            "different_number",
+            "unit_or_scale_mismatch",
+            "rejected_option",
+            "no_quantity",
+        ),
+        _by_form(decide_quantity),
+        guard=_of_kind("quantity"),
+    ),  # fmt: skip
+    Rule(
+        "date",
+        "a date gold: the same date, another one, or a year or month only",
+        ("same_date", "different_date", "year_for_full_date"),
+        _by_form(decide_date),
+        guard=_of_kind("date"),
+    ),
+    Rule(
+        "different_name",
+        "the gold names someone or something the response has no form of",
+        ("different_name",),
+        _different_name,
+    ),
+)
 
 
 def decide(question: str, gold: str, response: str) -> RuleVerdict | None:
     """Decide whether ``response`` carries ``gold``, or None when no rule is sure.
+
+    The response is read once; then each rule of :data:`PIPELINE` is tried in turn.
 
     Args:
         question: The FRAMES prompt (it tells a year from a count and which words of a gold
@@ -381,25 +521,8 @@ def decide(question: str, gold: str, response: str) -> RuleVerdict | None:
     if not re.search(r"\w", resp.text):
         return RuleVerdict(False, "empty", "the response is empty")
     question = fold(question or "")
-    form = analyse_gold(gold, question)
-    if verdict := _refusal(resp, _present(form, resp, question)):
-        return verdict
-    if verdict := _other_option(gold, resp):
-        return verdict
-    if norm_tokens(resp.text) == norm_tokens(gold) or norm_tokens(
-        _strip_frame(resp.text)
-    ) == norm_tokens(_strip_frame(form.text)):
-        return RuleVerdict(True, "exact", "the response is the gold answer after normalisation")
-    if verdict := _hedge(form, resp, question):
-        return verdict
-    main = norm_tokens(re.sub(r"\([^)]*\)", " ", _strip_frame(form.text)))
-    numeric = form.kind in ("quantity", "date")  # their own rules say which number differs
-    if not numeric and _number_changed(norm_tokens(_strip_frame(resp.text)), main):
-        return RuleVerdict(
-            False, "different_number", "the response is the gold with another number"
-        )
-    if (decider := _DECIDERS.get(form.kind)) and (verdict := decider(form, resp, question)):
-        return verdict
-    if names := names_another(question, gold, response):
-        return RuleVerdict(False, "different_name", f"the response names no form of {names!r}")
+    case = Case(question, gold, analyse_gold(gold, question), resp)
+    for rule in PIPELINE:
+        if verdict := rule(case):
+            return verdict
     return None
