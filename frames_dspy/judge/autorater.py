@@ -82,7 +82,7 @@ TOP_LOGPROBS = 10
 #: What scores a run, as its settings record it: a run folder or study scored by another
 #: autorater (the overlap guard of earlier versions, another decision mode) is not resumed.
 #: Raise the number when a change to the rules or the judge's prompt changes verdicts.
-AUTORATER = f"rules/3+{DEFAULT_PROTOCOL}:" + (
+AUTORATER = f"rules+judge/3:{DEFAULT_PROTOCOL}:" + (
     DEFAULT_DECISION if DEFAULT_DECISION == "text" else f"p_true>={P_TRUE_THRESHOLD:g}"
 )
 
