@@ -9,8 +9,7 @@ verdicts that agree with the label) for all items and for the two halves of a sp
 (sorted question ids shuffled with ``random.Random(seed)``, by default the project's fixed
 split: the first half is ``dev``, the second is held out and only ever scored), then per rule,
 per response kind, the items the rules get wrong and the items they leave to the LM judge.
-Nothing is written to disk: the labelled
-file is read-only and is never copied.
+Nothing is written to disk: the labelled file is read-only and is never copied.
 """
 
 from __future__ import annotations
