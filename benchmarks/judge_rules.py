@@ -1,15 +1,15 @@
 """How the deterministic autorater rules do on hand-labelled items: coverage and precision.
 
-Run ``python -m benchmarks.judge_rules [--labels FILE] [--seed 0] [--json] [--show wrong]`` with
+Run ``python -m benchmarks.judge_rules [--labels FILE] [--seed 23] [--json] [--show wrong]`` with
 ``FRAMES_JUDGE_LABELS`` naming the labelled JSONL (in this workspace
 ``../shared/data/judge_dev/judge_dev.jsonl``) or ``--labels`` pointing at it.
 
 It prints coverage (the share of items the rules decide) and precision (the share of those
 verdicts that agree with the label) for all items and for the two halves of a split by question
-(sorted question ids shuffled with ``random.Random(seed)``; the first half is the half the rules
-were designed on, the second is held out), then per rule, per response kind, the items the rules
-get wrong and the items they leave to the LM judge. Nothing is written to disk: the labelled
-file is read-only and is never copied.
+(sorted question ids shuffled with ``random.Random(seed)``, by default the project's fixed
+split: the first half is ``dev``, the second is held out and only ever scored), then per rule,
+per response kind, the items the rules get wrong and the items they leave to the LM judge.
+Nothing is written to disk: the labelled file is read-only and is never copied.
 """
 
 from __future__ import annotations
@@ -23,7 +23,13 @@ from typing import Any
 from tabulate import tabulate
 
 from frames_dspy import paths
-from frames_dspy.judge.labels import RulesReport, load_labels, score_rules, split_by_question
+from frames_dspy.judge.labels import (
+    SPLIT_SEED,
+    RulesReport,
+    load_labels,
+    score_rules,
+    split_by_question,
+)
 from frames_dspy.judge.rules import RULES
 
 
@@ -37,7 +43,7 @@ def _half(report: RulesReport) -> dict[str, Any]:
     }
 
 
-def run(labels: Path, seed: int = 0) -> dict[str, Any]:
+def run(labels: Path, seed: int = SPLIT_SEED) -> dict[str, Any]:
     """Score the rules on every item and on both halves; a JSON-ready report."""
     items = load_labels(labels)
     design, held_out = split_by_question(items, seed)
@@ -79,7 +85,7 @@ def run(labels: Path, seed: int = 0) -> dict[str, Any]:
 
 def render(report: dict[str, Any], show: str = "wrong") -> str:
     """Markdown tables of a :func:`run` report."""
-    named = (("all", "all"), ("design half", "design"), ("held-out half", "held_out"))
+    named = (("all", "all"), ("dev half", "design"), ("held-out half", "held_out"))
     halves = [
         [
             name,
@@ -138,7 +144,12 @@ def main(argv: list[str] | None = None) -> None:
         default=None,
         help=f"labelled JSONL (default: ${paths.JUDGE_LABELS_ENV})",
     )
-    parser.add_argument("--seed", type=int, default=0, help="seed of the split by question")
+    parser.add_argument(
+        "--seed",
+        type=int,
+        default=SPLIT_SEED,
+        help="seed of the split by question (default %(default)s)",
+    )
     parser.add_argument("--json", action="store_true", help="print one JSON object")
     parser.add_argument(
         "--show",

@@ -19,6 +19,7 @@ import dspy
 from frames_dspy.corpus import ArticleStore, default_aliases, load_corpus
 from frames_dspy.data import dataset_fingerprint
 from frames_dspy.judge.autorater import AUTORATER, Autorater
+from frames_dspy.judge.protocols import DEFAULT_PROTOCOL
 from frames_dspy.lm import ModelSpec, context_window, make_lm, parse_spec
 from frames_dspy.lm.cache import CACHE_MODES, use_cache
 from frames_dspy.paths import data_file, default_dataset
@@ -304,13 +305,15 @@ def make_judge(
     *,
     lm: dspy.BaseLM | None = None,
     judge_lm: dspy.BaseLM | None = None,
+    protocol: str = DEFAULT_PROTOCOL,
 ) -> tuple[dspy.BaseLM, Autorater]:
     """The judge LM and the autorater, built exactly as every entry point builds them.
 
     With the program's own model as judge, the judge is a copy of ``lm`` with its own limits
     (greedy, ``judge_max_tokens``), so its calls are told apart from the program's.
     ``python -m frames_dspy.judge validate`` builds its judge here too, so the agreement it
-    measures is that of a run's autorater.
+    measures is that of a run's autorater. ``protocol`` is how the autorater uses its LM
+    (:data:`frames_dspy.judge.protocols.JUDGE_PROTOCOLS`).
     """
     if judge_lm is None:
         if settings.judge_is_program_model():
@@ -327,7 +330,7 @@ def make_judge(
             )
     elif judge_lm is lm:
         judge_lm = lm.copy(temperature=0.0, max_tokens=settings.judge_max_tokens)
-    return judge_lm, Autorater(judge_lm)
+    return judge_lm, Autorater(judge_lm, protocol=protocol)
 
 
 @dataclass

@@ -17,7 +17,7 @@ def one(text: str):
 
 
 def test_fold_removes_accents_and_plain_quotes():
-    assert fold("Özil’s “Café”—1990–2005") == 'Ozil\'s "Cafe" - 1990-2005'
+    assert fold("Léna’s “Café”—1990–2005") == 'Lena\'s "Cafe" - 1990-2005'
 
 
 @pytest.mark.parametrize(
@@ -51,7 +51,7 @@ def test_parse_quantities(text, value, unit):
 
 def test_ordinals_years_and_roughness_are_marked():
     assert one("37th").ordinal and one("thirty-seventh").ordinal
-    assert one("born in 1946").year_like and not one("1,946 people").year_like
+    assert one("born in 1939").year_like and not one("1,946 people").year_like
     assert one("about 31.2 times").roughly and one("more than 30 goals").bound
 
 
@@ -68,7 +68,7 @@ def test_compound_durations_and_clock_times_are_one_quantity():
 
 
 def test_dates_inside_text_are_skipped_as_quantities():
-    text = "He was born on 25 August 1972 and died aged 50."
+    text = "He was born on 3 March 1958 and died aged 50."
     dates = parse_dates(text)
     values = [q.value for q in parse_quantities(text, skip=[(d.start, d.end) for d in dates])]
     assert values == [50]
@@ -85,7 +85,7 @@ def test_dates_inside_text_are_skipped_as_quantities():
         ("110,000cm.", "1.1 km", "same"),
         ("31 years", "Thirty-one.", "same"),
         ("7 years", "7 decades", "unit_or_scale"),
-        ("4149 days", "4,149 hours", "unit_or_scale"),
+        ("3827 days", "3,827 hours", "unit_or_scale"),
         ("$517,375", "$517.375 million", "unit_or_scale"),
         ("Two million.", "two thousand", "unit_or_scale"),
         ("222 ft", "222 m", "unit_or_scale"),
@@ -94,7 +94,7 @@ def test_dates_inside_text_are_skipped_as_quantities():
         ("31.5", "about 31", "close"),
         ("84,512", "85,000", "close"),
         ("7 years", "7 years and 2 months", "close"),
-        ("1946", "1945", "different"),
+        ("1939", "1938", "different"),
         ("7 years", "70 years", "different"),
     ],
 )
@@ -105,10 +105,10 @@ def test_compare_quantities(gold, response, relation):
 @pytest.mark.parametrize(
     ("text", "ymd"),
     [
-        ("February 5, 2011", (2011, 2, 5)),
-        ("5th February 2011", (2011, 2, 5)),
+        ("November 5, 2011", (2011, 11, 5)),
+        ("5th November 2011", (2011, 11, 5)),
         ("the 12th of June, 1994", (1994, 6, 12)),
-        ("Joe Wright was born on August 25th, 1972.", (1972, 8, 25)),
+        ("Tom Avery was born on March 3rd, 1958.", (1958, 3, 3)),
         ("1990-05-12", (1990, 5, 12)),
         ("13/05/1990", (1990, 5, 13)),
         ("05/13/1990", (1990, 5, 13)),

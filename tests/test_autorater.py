@@ -75,7 +75,7 @@ def test_empty_response_is_false_without_a_judge_call(response):
 
 def test_rule_verdict_alone_never_calls_the_lm():
     rater = Autorater(judge_lm())
-    assert rater.rule_verdict(QUESTION, "Novak Djokovic", "Djokovic.") is None
+    assert rater.rule_verdict(QUESTION, "Novak Djokovic", "Djokovic won it.") is None
     assert rater.rule_verdict(QUESTION, "Novak Djokovic", "Novak Djokovic").correct is True
     assert rater.calls == 0
 
@@ -87,12 +87,12 @@ def test_rule_verdict_alone_never_calls_the_lm():
 def test_judge_decides_what_the_rules_leave(decision):
     lm = judge_lm(verdict(decision, "The surname names him."))
     rater = Autorater(lm)
-    result = rater.judge(QUESTION, "Novak Djokovic", "Djokovic.")
+    result = rater.judge(QUESTION, "Novak Djokovic", "Djokovic won it.")
     assert result == Judgement(decision == "TRUE", "judge", "The surname names him.")
     assert not result.by_rule and result.p_true is None  # DummyLM gives no logprobs
     assert rater.calls == 1 and rater.errors == 0 and len(lm.history) == 1
     prompt = lm.history[0]["messages"][-1]["content"]
-    assert "Novak Djokovic" in prompt and "Djokovic." in prompt
+    assert "Novak Djokovic" in prompt and "Djokovic won it." in prompt
     system = lm.history[0]["messages"][0]["content"]
     assert "ground-truth answer is present" in system and "substance" in system
 
@@ -108,7 +108,7 @@ def test_judge_lm_is_used_instead_of_the_configured_lm():
     program_lm = judge_lm()
     judge = judge_lm(verdict("TRUE"))
     with dspy.context(lm=program_lm):
-        result = Autorater(judge).judge(QUESTION, "Novak Djokovic", "Djokovic.")
+        result = Autorater(judge).judge(QUESTION, "Novak Djokovic", "Djokovic won it.")
     assert result.correct is True
     assert program_lm.history == [] and len(judge.history) == 1
 
@@ -128,15 +128,15 @@ def test_without_a_judge_lm_the_configured_lm_judges():
 def test_unparseable_judge_reply_is_a_judge_error(reply):
     lm = judge_lm(reply, reply)  # the ChatAdapter try and its JSONAdapter retry
     rater = Autorater(lm)
-    result = rater.judge(QUESTION, "Novak Djokovic", "Djokovic.")
+    result = rater.judge(QUESTION, "Novak Djokovic", "Djokovic won it.")
     assert result.correct is None and result.error and result.method == "judge_error"
     assert result.explanation
     assert rater.errors == 1 and rater.calls == 1
 
 
 def test_unknown_decision_mode_or_threshold_is_refused():
-    with pytest.raises(ValueError, match="decide_by='vote'"):
-        Autorater(decide_by="vote")
+    with pytest.raises(ValueError, match="decide_by='ballot'"):
+        Autorater(decide_by="ballot")
     with pytest.raises(ValueError, match="threshold=1.5"):
         Autorater(threshold=1.5)
 
@@ -159,7 +159,7 @@ def scripted_judge(fake_llama_cpp, gguf, decision="TRUE", odds=None):
 def test_the_judge_reads_p_true_at_the_decision_token(fake_llama_cpp, gguf):
     lm = scripted_judge(fake_llama_cpp, gguf, "TRUE", {"TRUE": 0.6, "FALSE": 0.3, "True": 0.1})
     rater = Autorater(lm)
-    result = rater.judge(QUESTION, "Novak Djokovic", "Djokovic.")
+    result = rater.judge(QUESTION, "Novak Djokovic", "Djokovic won it.")
     assert result.correct is True and result.method == "judge"
     assert result.p_true == pytest.approx(0.7)
     _, kwargs = fake_llama_cpp.instances[0].calls[-1]
@@ -169,10 +169,10 @@ def test_the_judge_reads_p_true_at_the_decision_token(fake_llama_cpp, gguf):
 def test_deciding_by_p_true_overrides_the_written_decision(fake_llama_cpp, gguf):
     lm = scripted_judge(fake_llama_cpp, gguf, "TRUE", {"TRUE": 0.55, "FALSE": 0.45})
     strict = Autorater(lm, decide_by="p_true", threshold=0.6)
-    result = strict.judge(QUESTION, "Novak Djokovic", "Djokovic.")
+    result = strict.judge(QUESTION, "Novak Djokovic", "Djokovic won it.")
     assert result.correct is False and result.p_true == pytest.approx(0.55)
     lenient = Autorater(lm, decide_by="p_true", threshold=0.5)
-    assert lenient.judge(QUESTION, "Novak Djokovic", "Djokovic.").correct is True
+    assert lenient.judge(QUESTION, "Novak Djokovic", "Djokovic won it.").correct is True
 
 
 def test_without_logprobs_p_true_mode_falls_back_to_the_text():
@@ -183,7 +183,7 @@ def test_without_logprobs_p_true_mode_falls_back_to_the_text():
 
 def test_logprobs_can_be_turned_off(fake_llama_cpp, gguf):
     lm = scripted_judge(fake_llama_cpp, gguf, "FALSE")
-    result = Autorater(lm, logprobs=False).judge(QUESTION, "Novak Djokovic", "Djokovic.")
+    result = Autorater(lm, logprobs=False).judge(QUESTION, "Novak Djokovic", "Djokovic won it.")
     assert result.correct is False and result.p_true is None
     _, kwargs = fake_llama_cpp.instances[0].calls[-1]
     assert "logits_processor" not in kwargs
@@ -253,7 +253,7 @@ def test_metric_returns_float_or_bool_with_trace():
 
 def test_metric_counts_a_judge_error_as_not_correct():
     example = dspy.Example(question=QUESTION, answer="Novak Djokovic").with_inputs("question")
-    pred = dspy.Prediction(answer="Djokovic.")
+    pred = dspy.Prediction(answer="Djokovic won it.")
     bad = verdict("MAYBE")
     rater = Autorater(judge_lm(bad, bad, bad, bad))
     assert rater(example, pred) == 0.0
@@ -272,12 +272,12 @@ def test_autorater_is_shared_not_copied():
 
 
 def test_counts_stay_right_across_threads():
-    lm = DummyLM({"Djokovic.": verdict("TRUE")})
+    lm = DummyLM({"Djokovic won it.": verdict("TRUE")})
     rater = Autorater(lm)
     results = []
 
     def work():
-        for response in ("Djokovic.", "Novak Djokovic", "I cannot determine it."):
+        for response in ("Djokovic won it.", "Novak Djokovic", "I cannot determine it."):
             results.append(rater.judge(QUESTION, "Novak Djokovic", response))
 
     threads = [threading.Thread(target=work) for _ in range(6)]
@@ -294,3 +294,52 @@ def test_methods_are_rules_or_the_judge():
     assert not any(is_rule_method(method) for method in JUDGE_METHODS)
     assert is_rule_method("contains")  # an old run's deterministic match
     assert not is_rule_method(None)
+
+
+# --- the rules+extract protocol: the LM extracts, the rules compare ------------------------------
+
+STEP = (
+    "Djokovic reached the final after defeating Nadal; the title then went to Stefanos Tsitsipas."
+)
+
+
+def test_extract_then_compare_decides_with_the_rules():
+    from frames_dspy.judge.rules import decide
+
+    assert decide(QUESTION, "Novak Djokovic", STEP) is None  # the rules alone abstain
+    lm = judge_lm({"answer": "Stefanos Tsitsipas"})
+    rater = Autorater(lm, protocol="rules+extract")
+    result = rater.judge(QUESTION, "Novak Djokovic", STEP)
+    assert (result.correct, result.method) == (False, "extract")
+    assert "'Stefanos Tsitsipas'" in result.explanation and "different_name" in result.explanation
+    assert not result.by_rule and rater.calls == 1 and len(lm.history) == 1
+
+
+def test_extract_finding_no_answer_is_false():
+    rater = Autorater(judge_lm({"answer": "none"}), protocol="rules+extract")
+    result = rater.judge(QUESTION, "Novak Djokovic", STEP)
+    assert (result.correct, result.method) == (False, "extract_none")
+
+
+@pytest.mark.parametrize(
+    "extracted",
+    ["Roger Federer", "Djokovic reached the final"],  # not in the response; rules cannot tell
+)
+def test_extract_falls_back_to_the_verdict(extracted):
+    lm = judge_lm({"answer": extracted}, verdict("TRUE"))
+    rater = Autorater(lm, protocol="rules+extract")
+    result = rater.judge(QUESTION, "Novak Djokovic", STEP)
+    assert (result.correct, result.method) == (True, "judge") and rater.calls == 2
+
+
+def test_the_paper_protocol_asks_the_lm_about_everything():
+    lm = judge_lm(verdict("FALSE"))
+    rater = Autorater(lm, protocol="lm")
+    result = rater.judge(QUESTION, "Novak Djokovic", "It was Novak Djokovic.")
+    assert (result.correct, result.method) == (False, "judge")
+    assert rater.judge(QUESTION, "Novak Djokovic", "  ").method == "empty"
+
+
+def test_an_unknown_protocol_is_refused():
+    with pytest.raises(ValueError, match="protocol='ballot'; choose one of rules"):
+        Autorater(protocol="ballot")

@@ -67,7 +67,13 @@ LEITH = {"country where Alexander Graham Bell was born": "The Leith"}
 
 
 def judge() -> DummyLM:
-    return DummyLM({"`[[ ## decision ## ]]`": {"explanation": "no", "decision": "FALSE"}})
+    # The autorater's default protocol first asks which answer a response commits to.
+    return DummyLM(
+        {
+            "`[[ ## decision ## ]]`": {"explanation": "no", "decision": "FALSE"},
+            "`[[ ## answer ## ]]`": {"answer": "The Leith"},
+        }
+    )
 
 
 def config_for(data, out, **overrides) -> EvalConfig:
@@ -134,7 +140,7 @@ def test_end_to_end_all_six_conditions_then_resume(data, tmp_path):
         assert by_key[(condition, 2)]["judge_method"] == "judge"
     judged = [r for r in records if r["judge_method"] == "judge"]
     assert len(judged) == 6 * 1
-    assert len(judge_lm.history) == len(judged)
+    assert len(judge_lm.history) == 2 * len(judged)  # an extraction the rules cannot use, a verdict
     assert all(r["judge_p_true"] is None for r in records)  # the fake judge gives no logprobs
     assert config["settings"]["autorater"] == AUTORATER
     rows = json.loads((out / "summary.json").read_text())

@@ -13,11 +13,11 @@ from frames_dspy.judge.place_names import is_place_name
 @pytest.mark.parametrize(
     ("question", "asks"),
     [
-        ("How old was Akira Toriyama when Pokemon Diamond and Pearl was released?", "quantity"),
+        ("How old was Akira Toriyama when Starfall Quest II was released?", "quantity"),
         ("If the person who played the joker had children, how old will they be?", "quantity"),
         ("In what year was the former South Korean prime minister born?", "year"),
-        ("What is the birth year of the American President?", "year"),
-        ("One of her novels was adapted in 2005. When was the director born?", "date"),
+        ("In which year was the senator born?", "year"),
+        ("Her novel was filmed in 2005; when was its director born?", "date"),
         ("What day of the year do they all have in common?", "date"),
         ("Who was the president of the USA when the wife of the CEO died?", "entity"),
         ("As of August 3, 2024, what is the capital of the 7th largest country in Asia?", "entity"),
@@ -37,19 +37,19 @@ def test_multi_part_questions():
 @pytest.mark.parametrize(
     ("gold", "question", "main"),
     [
-        ("This was Mesut Ozil.", "Which football player...?", ("mesut", "ozil")),
-        ("The Weeknd", "Tell me the singer.", ("weeknd",)),
+        ("This was Lena Marsh.", "Which football player...?", ("lena", "marsh")),
+        ("The Nightlarks", "Tell me the singer.", ("nightlarks",)),
         ("Prague, Czech Republic", "Which major city in Europe?", ("prague",)),
         ("Starman (1984)", "Which film?", ("starman",)),
-        ("St. Sylvester I, whose Latin name was Silvester", "Which Pope?",
-         ("st", "sylvester", "i")),
+        ("St. Aldric II, whose Latin name was Aldrik", "Which Pope?",
+         ("st", "aldric", "ii")),
         ("The largest city of the 9th largest country in Europe is Warsaw.",
-         "As of August 1, 2024, what is the largest city of the 9th largest country by land area "
+         "As of 2020, what is the largest city of the 9th largest country by land area "
          "in Europe?", ("warsaw",)),
-        ("Didier Drogba scored 20 goals in the the 2006-2007 English Premier League season and "
-         "won the  'Chelsea Players Player of the Year' award in 2007.",
-         "Which player scored 20 goals in the English Premier League in the 2006-2007 season and "
-         "won 'Chelsea Players Player of the Year' award in 2007?", ("didier", "drogba")),
+        ("Rosa Quint netted 14 times in the the 1998-1999 Northern League and was "
+         "named  Riverside's best player.",
+         "Which striker netted 14 times in the Northern League during 1998-1999 and was "
+         "named Riverside's best player?", ("rosa", "quint")),
     ],
 )  # fmt: skip
 def test_name_golds_and_their_core(gold, question, main):
@@ -66,14 +66,14 @@ def test_place_qualifiers_are_optional_parts():
 @pytest.mark.parametrize(
     ("gold", "parts"),
     [
-        ("Miley Cyrus and Billy Ray Cyrus", [("miley", "cyrus"), ("billy", "ray", "cyrus")]),
+        ("Ada Lind and Bram Lind", [("ada", "lind"), ("bram", "lind")]),
         ("Naruto Uzumaki, Minato Namikaze and Jiraiya.", [("naruto", "uzumaki"),
          ("minato", "namikaze"), ("jiraiya",)]),
         ("Bowens, Thomas, & Madison ", [("bowens",), ("thomas",), ("madison",)]),
         ("Sydney, Australia, and Athens, Greece", [("sydney",), ("athens",)]),
-        ("Cleveland Indians, New York Yankees, Texas Rangers, Toronto Blue Jays",
+        ("Cleveland Indians, New York Yankees, Texas Rangers, Albany Blue Herons",
          [("cleveland", "indians"), ("new", "york", "yankees"), ("texas", "rangers"),
-          ("toronto", "blue", "jays")]),
+          ("albany", "blue", "herons")]),
     ],
 )  # fmt: skip
 def test_list_golds(gold, parts):
@@ -122,7 +122,7 @@ def test_quantity_golds(gold, question, value, unit, is_year):
     [
         ("3, Russia, Nicaragua, and Syria.", "How many of them have active volcanoes?"),
         ("Season 36, Double Agents", "Which season and what was its theme?"),
-        ("Bill Clinton was president beginning in 1993, the same year that Mary Elizabeth Butt "
+        ("Ned Harlow was president beginning in 1993, the same year that Mary Elizabeth Butt "
          "passed away.", "Who was the president of the USA when the wife of the CEO died?"),
     ],
 )  # fmt: skip
@@ -131,8 +131,8 @@ def test_a_number_beside_other_content_is_no_quantity_gold(gold, question):
 
 
 def test_date_and_yes_no_golds():
-    form = analyse_gold("Joe Wright was born on August 25th, 1972.", "When was he born?")
-    assert form.kind == "date" and (form.date.year, form.date.month, form.date.day) == (1972, 8, 25)
+    form = analyse_gold("Tom Avery was born on March 3rd, 1958.", "When was he born?")
+    assert form.kind == "date" and (form.date.year, form.date.month, form.date.day) == (1958, 3, 3)
     assert analyse_gold("Yes", "Was he alive?").polarity == "yes"
     with_name = analyse_gold("Yes, London", "Are there any, and which cities are they?")
     assert with_name.kind == "yes_no" and with_name.parts[0].main == ("london",)

@@ -10,16 +10,23 @@ from pathlib import Path
 
 import pytest
 
-from frames_dspy.judge.labels import LabelledItem, load_labels, score_rules, split_by_question
+from frames_dspy.judge.labels import (
+    SPLIT_SEED,
+    LabelledItem,
+    load_labels,
+    score_rules,
+    select_split,
+    split_by_question,
+)
 from frames_dspy.judge.rules import RuleVerdict
 
 ROWS = [
-    {"case": 1, "id": 14, "question": "Which player?", "gold": "This was Mesut Ozil.",
-     "response": "Mesut Özil", "label": True, "kind": "exact"},
-    {"case": 2, "id": 14, "question": "Which player?", "gold": "This was Mesut Ozil.",
-     "response": "It's either Mesut Özil or Santi Cazorla.", "label": False, "kind": "hedge"},
-    {"case": 3, "id": 253, "question": "Which chain?", "gold": "Kentucky Fried Chicken",
-     "response": "KFC.", "label": True, "kind": "paraphrase"},
+    {"case": 1, "id": 14, "question": "Which player?", "gold": "This was Lena Marsh.",
+     "response": "Léna Marsh", "label": True, "kind": "exact"},
+    {"case": 2, "id": 14, "question": "Which player?", "gold": "This was Lena Marsh.",
+     "response": "It's either Léna Marsh or Ivo Brandt.", "label": False, "kind": "hedge"},
+    {"case": 3, "id": 253, "question": "Which chain?", "gold": "Grand Union Bakery",
+     "response": "GUB.", "label": True, "kind": "paraphrase"},
     {"case": 4, "id": 6, "question": "How many?", "gold": "9", "response": "nine",
      "label": True, "kind": "numeric_format"},
 ]  # fmt: skip
@@ -35,7 +42,7 @@ def labels(tmp_path):
 def test_load_labels(labels):
     items = load_labels(labels)
     assert [i.case for i in items] == [1, 2, 3, 4]
-    assert items[0] == LabelledItem("Which player?", "This was Mesut Ozil.", "Mesut Özil", True,
+    assert items[0] == LabelledItem("Which player?", "This was Lena Marsh.", "Léna Marsh", True,
                                     "exact", 14, 1)  # fmt: skip
 
 
@@ -64,6 +71,16 @@ def test_split_by_question_keeps_a_question_in_one_half_and_is_seeded(labels):
     ids = [6, 14, 253]
     random.Random(0).shuffle(ids)
     assert {i.id for i in design} == set(ids[: len(ids) // 2])
+
+
+def test_select_split_picks_a_half_of_the_fixed_split(labels):
+    items = load_labels(labels)
+    dev, held_out = split_by_question(items)
+    assert (dev, held_out) == split_by_question(items, seed=SPLIT_SEED)
+    assert select_split(items, "dev") == dev and select_split(items, "held-out") == held_out
+    assert select_split(items, "all") == items
+    with pytest.raises(ValueError, match="unknown split 'test'; choose one of dev, held-out, all"):
+        select_split(items, "test")
 
 
 def test_score_rules_counts_coverage_precision_rules_and_kinds(labels):

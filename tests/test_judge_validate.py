@@ -17,6 +17,7 @@ from lm_fakes import ScriptedLlama, judge_pieces
 
 from frames_dspy.judge import Judgement, LabelledItem
 from frames_dspy.judge.__main__ import main
+from frames_dspy.judge.labels import load_labels, select_split
 from frames_dspy.judge.validate import ValidationReport, cohen_kappa, render, validate
 
 # --- Cohen's kappa and the report, by hand -----------------------------------------------------
@@ -107,12 +108,12 @@ ROWS = [
      "response": "It was Novak Djokovic.", "label": True, "kind": "exact"},
     {"case": 2, "id": 1, "question": "Who won?", "gold": "Novak Djokovic",
      "response": "Either Djokovic or Nadal.", "label": False, "kind": "hedge"},
-    {"case": 3, "id": 2, "question": "Which chain?", "gold": "Kentucky Fried Chicken",
-     "response": "KFC", "label": True, "kind": "paraphrase"},
-    {"case": 4, "id": 3, "question": "Which law?", "gold": "The Sherman Antitrust Act",
-     "response": "The Clayton Antitrust Act.", "label": False, "kind": "wrong_entity"},
-    {"case": 5, "id": 2, "question": "Which chain?", "gold": "Kentucky Fried Chicken",
-     "response": "Pizza Hut", "label": False, "kind": "wrong_entity"},
+    {"case": 3, "id": 2, "question": "Which chain?", "gold": "Grand Union Bakery",
+     "response": "GUB", "label": True, "kind": "paraphrase"},
+    {"case": 4, "id": 3, "question": "Which key?", "gold": "C major",
+     "response": "C minor.", "label": False, "kind": "wrong_entity"},
+    {"case": 5, "id": 2, "question": "Which chain?", "gold": "Grand Union Bakery",
+     "response": "Taco Barn", "label": False, "kind": "wrong_entity"},
 ]  # fmt: skip
 
 
@@ -137,13 +138,14 @@ def true_judge(fake_llama_cpp, gguf):
 
 
 def test_validate_json_builds_the_judge_as_evaluate_does(labels, true_judge, capsys):
-    assert main(["validate", "--labels", str(labels), "--model", true_judge, "--json"]) == 0
+    argv = ["validate", "--labels", str(labels), "--judge-model", true_judge, "--json"]
+    assert main([*argv, "--judge-protocol", "rules+lm"]) == 0
     out = json.loads(capsys.readouterr().out)
-    assert out["n"] == 5 and out["accuracy"] == 0.8  # the Clayton Act is wrongly TRUE
+    assert out["n"] == 5 and out["accuracy"] == 0.8  # C minor is wrongly TRUE
     # labels TRUE 2/5, verdicts TRUE 3/5: p_e = .4 * .6 + .6 * .4 = .48, kappa = .32 / .52
     assert out["kappa"] == pytest.approx(0.32 / 0.52)
     assert out["rules"]["verdicts"] == 3 and out["rules"]["precision"] == 1.0
-    assert out["per_method"]["different_name"]["verdicts"] == 1  # Pizza Hut: no LM call
+    assert out["per_method"]["different_name"]["verdicts"] == 1  # Taco Barn: no LM call
     assert out["lm"]["verdicts"] == 2 and out["lm"]["with_p_true"] == 2
     assert out["per_method"]["judge"]["verdicts"] == 2
     assert [d["case"] for d in out["disagreements"]] == [4]
@@ -152,7 +154,8 @@ def test_validate_json_builds_the_judge_as_evaluate_does(labels, true_judge, cap
 
 
 def test_validate_prints_tables(labels, true_judge, capsys):
-    assert main(["validate", "--labels", str(labels), "--judge-model", true_judge]) == 0
+    argv = ["validate", "--labels", str(labels), "--judge-model", true_judge]
+    assert main([*argv, "--judge-protocol", "rules+lm"]) == 0
     out = capsys.readouterr().out
     assert "items 5: accuracy 0.800, Cohen's kappa 0.615" in out
     assert "| hedge" in out and "| judge" in out and "label FALSE" in out
@@ -161,8 +164,52 @@ def test_validate_prints_tables(labels, true_judge, capsys):
 
 def test_validate_reads_the_labels_variable(labels, true_judge, monkeypatch, capsys):
     monkeypatch.setenv("FRAMES_JUDGE_LABELS", str(labels))
-    assert main(["validate", "--model", true_judge, "--json", "--quiet"]) == 0
+    assert main(["validate", "--judge-model", true_judge, "--json", "--quiet"]) == 0
     assert json.loads(capsys.readouterr().out)["n"] == 5
+
+
+def test_validate_scores_one_half_when_asked(labels, true_judge, capsys):
+    items = load_labels(labels)
+    for split in ("dev", "held-out"):
+        argv = ["validate", "--labels", str(labels), "--split", split, "--json", "--quiet"]
+        assert main([*argv, "--judge-model", true_judge]) == 0
+        out = json.loads(capsys.readouterr().out)
+        assert out["n"] == len(select_split(items, split)) and 0 < out["n"] < len(items)
+        assert out["labels"].endswith(f"({split} half)")
+
+
+def test_validate_puts_protocols_side_by_side(labels, true_judge, capsys):
+    argv = ["validate", "--labels", str(labels), "--judge-model", true_judge, "--quiet"]
+    assert main([*argv, "--judge-protocol", "rules+lm,lm"]) == 0
+    out = capsys.readouterr().out
+    assert "| protocol" in out and "| rules+lm " in out and "| lm " in out
+    assert "(protocol lm)" in out and "(protocol rules+lm)" in out
+    assert main([*argv, "--judge-protocol", "rules+lm,lm", "--json"]) == 0
+    both = json.loads(capsys.readouterr().out)
+    assert set(both) == {"rules+lm", "lm"}
+    # The paper's protocol asks the LM about every item; the always-TRUE fake gets 3 wrong.
+    assert both["lm"]["lm"]["verdicts"] == 5 and both["lm"]["rules"]["verdicts"] == 0
+    assert both["lm"]["accuracy"] == pytest.approx(0.4)
+    assert both["rules+lm"]["accuracy"] == pytest.approx(0.8)
+
+
+def test_validate_offers_only_the_judges_options(capsys):
+    with pytest.raises(SystemExit):
+        main(["validate", "--help"])
+    text = capsys.readouterr().out
+    assert "--judge-model" in text and "--judge-protocol" in text and "--split" in text
+    for option in ("--model ", "--api-base", "--temperature", "--max-tokens", "--mlflow"):
+        assert option not in text
+
+
+def test_an_unknown_protocol_exits_2(capsys):
+    with pytest.raises(SystemExit) as info:
+        main(["validate", "--judge-protocol", "rules+lm,ballot"])
+    assert info.value.code == 2
+    assert (
+        "unknown protocol ballot; choose from rules+extract, rules+lm, lm"
+        in capsys.readouterr().err
+    )
 
 
 GOOD = json.dumps(ROWS[0])
@@ -193,7 +240,7 @@ def test_a_bad_label_file_is_one_line_and_exit_status_2(tmp_path, capsys, conten
     if content is not None:
         path.write_text(content, encoding="utf-8")
     with pytest.raises(SystemExit) as info:
-        main(["validate", "--labels", str(path), "--model", "local"])
+        main(["validate", "--labels", str(path), "--judge-model", "local"])
     assert info.value.code == 2
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and str(path) in err and message in err
@@ -215,8 +262,9 @@ def test_unknown_command_and_bad_option_exit_2(capsys):
 def test_the_embedded_judge_agrees_with_the_development_labels(judge_labels, tmp_path):
     # A fresh DSPy cache, so no answer cached by an earlier run can stand in for the judge's.
     env = {**os.environ, "DSPY_CACHEDIR": str(tmp_path / "dspy-cache")}
+    # Only the dev half: the held-out half is scored once, by hand, never by a test.
     command = [sys.executable, "-m", "frames_dspy.judge", "validate", "--labels",
-               str(judge_labels), "--json", "--quiet"]  # fmt: skip
+               str(judge_labels), "--split", "dev", "--json", "--quiet"]  # fmt: skip
     done = subprocess.run(command, env=env, capture_output=True, text=True, timeout=3600)
     assert done.returncode == 0, done.stderr[-3000:]
     out = json.loads(done.stdout)
@@ -224,7 +272,7 @@ def test_the_embedded_judge_agrees_with_the_development_labels(judge_labels, tmp
         "rules": out["rules"],
         "lm": out["lm"],
     }
-    assert out["n"] >= 100, summary
+    assert out["n"] >= 50, summary
     assert out["rules"]["share"] >= 0.60 and out["rules"]["precision"] >= 0.97, summary
     assert out["lm"]["verdicts"] == 0 or out["lm"]["with_p_true"] > 0, summary
     assert out["accuracy"] >= 0.90 and out["kappa"] >= 0.80, summary

@@ -11,19 +11,19 @@ from frames_dspy.judge.rules import decide
 @pytest.mark.parametrize(
     ("question", "gold", "response"),
     [
-        ("Which fast-food chain?", "Kentucky Fried Chicken", "KFC."),
+        ("Which food chain?", "Grand Union Bakery", "GUB."),
         ("Which agency?", "NASA", "The National Aeronautics and Space Administration."),
-        ("Which prime minister?", "R. B. Bennett", "Richard Bedford Bennett."),
-        ("Which pope?", "St. Sylvester I, whose Latin name was Silvester", "Pope Silvester I."),
+        ("Which prime minister?", "J. H. Dalton", "John Henry Dalton."),
+        ("Which pope?", "St. Aldric II, whose Latin name was Aldrik", "Pope Aldrik II."),
         ("Which gymnast?", "Svetlana Boginskaya", "Svetlana Boguinskaya."),
         ("Who was the queen?", "Violant of Castile", "Violante of Castile."),
-        ("Which team?", "The Chicago Bulls", "That's the Bulls."),
+        ("Which team?", "The Dayton Herons", "That's the Herons."),
         ("Which captain?", "Steve Yzerman", "Yzerman."),
         ("Which city?", "Prague, Czech Republic", "Prague"),
-        ("Who created the show?", "David Crane and Marta Kauffman", "Crane and Kauffman."),
+        ("Who created the show?", "Ivan Stroud and Nora Pell", "Stroud and Pell."),
         # A sentence gold whose numbers the response gives is left to the other rules.
-        ("How old were the two architects?", "Richmond Shreve was 52 and William Lamb was 46.",
-         "52 and 46."),
+        ("How old were the two architects?", "Edgar Ames was 61 and Walter Bell was 47.",
+         "61 and 47."),
     ],
 )  # fmt: skip
 def test_aliases_spellings_and_initials_are_the_same_name(question, gold, response):
@@ -33,8 +33,8 @@ def test_aliases_spellings_and_initials_are_the_same_name(question, gold, respon
 @pytest.mark.parametrize(
     ("question", "gold", "response", "names"),
     [
-        ("Which fast-food chain?", "Kentucky Fried Chicken", "Pizza Hut.",
-         "kentucky fried chicken"),
+        ("Which food chain?", "Grand Union Bakery", "Taco Barn.",
+         "grand union bakery"),
         ("Who won the final?", "Novak Djokovic", "It was Rafael Nadal.", "novak djokovic"),
         ("Which element, and after whom is it named?",
          "Mendelevium is named after Dmitri Mendeleev.",
@@ -54,7 +54,7 @@ def test_another_entity_is_named(question, gold, response, names):
         ("How many?", "83", "85"),
         ("When was it?", "March 3, 1999", "In June 2001."),
         ("Was he alive then?", "Yes", "No."),
-        ("Is the capital Paris or Lyon?", "Paris", "Lyon"),  # the question names the gold
+        ("Is the capital Paris or Nantes?", "Paris", "Nantes"),  # the question names the gold
         ("What do the birds eat?", "raspberries", "cannabis seeds"),  # no capitalised name
     ],
 )
@@ -64,26 +64,26 @@ def test_nothing_to_check(question, gold, response):
 
 def test_name_words_leave_out_the_question_and_title_words():
     assert gold_name_words("Pope Gregory the Great", "Which pope?") == ["gregory", "great"]
-    assert gold_name_words("The Story of Doctor Dolittle", "Which Story?") == [
+    assert gold_name_words("The Tale of Doctor Wendle", "Which Tale?") == [
         "doctor",
-        "dolittle",
+        "wendle",
     ]
     assert gold_name_words("1999") == []
 
 
 def test_same_name_word():
     assert same_name_word("violant", "violante") and same_name_word("boginskaya", "boguinskaya")
-    assert same_name_word("sylvester", "silvester") and same_name_word("bulls", "bull")
+    assert same_name_word("aldric", "aldrik") and same_name_word("herons", "heron")
     assert not same_name_word("gutsu", "gupta") and not same_name_word("ann", "anna")
-    assert not same_name_word("bucks", "bulls") and not same_name_word("valls", "walls")
+    assert not same_name_word("hawks", "herons") and not same_name_word("bart", "hart")
 
 
 def test_the_rule_decides_only_what_the_other_rules_leave():
-    assert decide("Which chain?", "Kentucky Fried Chicken", "Pizza Hut.") == (
-        decide("Which chain?", "Kentucky Fried Chicken", "Pizza Hut.")
+    assert decide("Which chain?", "Grand Union Bakery", "Taco Barn.") == (
+        decide("Which chain?", "Grand Union Bakery", "Taco Barn.")
     )
-    verdict = decide("Which chain?", "Kentucky Fried Chicken", "Pizza Hut.")
+    verdict = decide("Which chain?", "Grand Union Bakery", "Taco Barn.")
     assert verdict.correct is False and verdict.rule == "different_name"
-    assert decide("Which chain?", "Kentucky Fried Chicken", "KFC.") is None  # the judge decides
-    refusal = decide("Which chain?", "Kentucky Fried Chicken", "I cannot determine the chain.")
+    assert decide("Which chain?", "Grand Union Bakery", "GUB.") is None  # the judge decides
+    refusal = decide("Which chain?", "Grand Union Bakery", "I cannot determine the chain.")
     assert refusal.rule == "refusal"

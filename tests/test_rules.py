@@ -1,7 +1,9 @@
-"""The deterministic autorater rules: each rule both ways, with real FRAMES gold answers.
+"""The deterministic autorater rules: each rule both ways.
 
-Questions and gold answers are FRAMES rows (``Prompt`` / ``Answer``, quoted or shortened);
-responses are written for these tests. ``None`` means the rules abstain and the LM judge decides.
+Questions, gold answers and responses are written for these tests in the shapes FRAMES rows
+take; none is copied from the held-out half of the labelled items
+(``python -m benchmarks.judge_leaks`` checks). ``None`` means the rules abstain and the LM judge
+decides.
 """
 
 from __future__ import annotations
@@ -10,8 +12,11 @@ import dataclasses
 
 import pytest
 
-from frames_dspy.judge.labels import load_labels, score_rules
-from frames_dspy.judge.rules import RULES, RuleVerdict, decide
+from frames_dspy.judge.gold_forms import analyse_gold
+from frames_dspy.judge.labels import load_labels, score_rules, select_split
+from frames_dspy.judge.mentions import Response
+from frames_dspy.judge.names import names_another
+from frames_dspy.judge.rules import PIPELINE, RULES, Case, RuleVerdict, decide
 
 Q_CANNABIS = "Are mulberries more related to raspberries or cannabis?"
 Q_WORLD_CUP = "Who won the FIFA World Cup in the year the Falklands War broke out?"
@@ -24,13 +29,13 @@ Q_FINLAND = (
     "By how many years does the inception of the party to which former Finnish MP Lea Rakel "
     "Hiltunen last belonged predate the foundation of the Parliament of Finland itself?"
 )
-Q_JOE_WRIGHT = (
-    "One of Jane Auten's novels was released in 1813, which was later adapted into a film in "
-    "2005. When was the director of that film born?"
+Q_TOM_AVERY = (
+    "A novel by Clara Vance from 1847 became a 2005 film. On what date was that film's "
+    "director born?"
 )
-Q_FRIPP = (
-    "What year was the band leader of the group who originally performed the song sampled in "
-    "Kayne West's song Power born?"
+Q_TULL = (
+    "In what year was the founder of the band whose song is quoted in "
+    "Mara Stone's song Lanterns born?"
 )
 
 
@@ -68,11 +73,11 @@ def test_city_without_its_country_is_not_false():
 @pytest.mark.parametrize(
     ("gold", "response"),
     [
-        ("This was Mesut Ozil.", "Mesut Özil"),
+        ("This was Lena Marsh.", "Léna Marsh"),
         ("C major", "C Major"),
         ("Dromore Cathedral and The Great Hall of Lambeth Palace", "Dromore Cathedral and the "
          "Great Hall of Lambeth Palace."),
-        ("4149 days", "4,149 days."),
+        ("3827 days", "3,827 days."),
         ("Cannabis", "It was cannabis."),
     ],
 )  # fmt: skip
@@ -95,11 +100,11 @@ def test_exact(gold, response):
         ("How much did it gross?", "$183 million", "183,000,000 dollars"),
         ("How many?", "one hundred eighty-four billion nine hundred fifty-nine million four "
          "hundred forty thousand.", "184,959,440,000"),
-        ("What number would Tommy Lawton have worn playing for Chelsea FC?", "9",
-         "Tommy Lawton would have worn the number nine shirt at Chelsea."),
+        ("What number would Alf Dobbs have had playing for Riverside FC?", "9",
+         "Alf Dobbs would have had the number nine jersey at Riverside."),
         ("What is the difference between the populations?", "84,512",
          "737,015 - 652,503 = 84,512, so Seattle had 84,512 more residents."),
-        (Q_FRIPP, "1946", "Robert Fripp was born on 16 May 1946 in Dorset."),
+        (Q_TULL, "1939", "Owen Tull was born on 16 May 1939 in Kent."),
         ("How much did the film gross in its initial run?",
          "Donnie Darko grossed $517,375 in its initial run at the box office. ",
          "It grossed 517,375 US dollars."),
@@ -113,10 +118,10 @@ def test_same_quantity(question, gold, response):
 @pytest.mark.parametrize(
     ("question", "gold", "response"),
     [
-        ("When was it featured?", "February 5, 2011", "It was featured on 5th February 2011."),
-        ("When was the song featured?", "February 5, 2011", "2011-02-05"),
+        ("When was it featured?", "November 5, 2011", "It aired on 5th November 2011."),
+        ("When was the song featured?", "November 5, 2011", "2011-11-05"),
         ("When was it released?", "May 23, 1985", "23/05/1985"),
-        (Q_JOE_WRIGHT, "Joe Wright was born on August 25th, 1972.", "25 August 1972."),
+        (Q_TOM_AVERY, "Tom Avery was born on March 3rd, 1958.", "3 March 1958."),
         ("What day of the year do they all share?", "They are all born on June 20.",
          "They all share a birthday: the 20th of June."),
     ],
@@ -128,22 +133,22 @@ def test_same_date(question, gold, response):
 @pytest.mark.parametrize(
     ("question", "gold", "response"),
     [
-        ("Which country was the birthplace of the Emperor?", "Serbia",
-         "He was born at Singidunum, so in 2024 terms his birthplace is in Serbia."),
-        ("What is the name of the Japanese man?", "Hayao Miyazaki",
-         "Hayao Miyazaki, the co-founder of Studio Ghibli."),
+        ("Which country was the Duke's birthplace?", "Portugal",
+         "He was born at Olisipo, so today his birthplace is in Portugal."),
+        ("Who is the animator?", "Kenji Arata",
+         "Kenji Arata, the co-founder of Studio Kumo."),
         (Q_WORLD_CUP, "Italy", "The World Cup held in Spain that summer was won by Italy."),
-        ("Which player scored 20 goals in the English Premier League in the 2006-2007 season and "
-         "won 'Chelsea Players Player of the Year' award in 2007?",
-         "Didier Drogba scored 20 goals in the the 2006-2007 English Premier League season and "
-         "won the  'Chelsea Players Player of the Year' award in 2007.", "Didier Drogba."),
-        ("As of August 1, 2024, what is the largest city of the 9th largest country by land "
+        ("Which striker netted 14 times in the Northern League during 1998-1999 and was "
+         "named Riverside's best player?",
+         "Rosa Quint netted 14 times in the the 1998-1999 Northern League and was "
+         "named  Riverside's best player.", "Rosa Quint."),
+        ("As of 2020, what is the largest city of the 9th largest country by land "
          "area in Europe?", "The largest city of the 9th largest country in Europe is Warsaw.",
          "The answer is Warsaw."),
         ("Which Naruto characters can perfectly use the Rasengan technique?",
          "Naruto Uzumaki, Minato Namikaze and Jiraiya.",
          "Jiraiya, Minato Namikaze and Naruto Uzumaki."),
-        ("As of August 1, 2024, are there any cities in England that are more populated than "
+        ("In 2020, were there any cities in England that are more populated than "
          "Philadelphia, and which cities are they?", "Yes, London", "Yes, London is one."),
         ("Was the person alive when the party was founded?", "Yes", "Yes, he was."),
         ("What was the capital of the United States on the day George Washington died?",
@@ -175,9 +180,9 @@ def test_stated_answer(question, gold, response):
         ("Who was president?", "George Washington", "George Washington University."),
         ("Who directed it?", "Lynch", "David Lynch."),
         ("What is the title?", "Blue Yodel No. 1 (T for Texas)", "Blue Yodel No. 1"),
-        ("When was it featured?", "February 5, 2011", "05/02/2011"),  # day or month first?
-        (Q_JOE_WRIGHT, "Joe Wright was born on August 25th, 1972.",
-         "Joe Wright: 25.08.1972; the film came out on 7 September 2005."),  # 25.08.1972 unread
+        ("When was it featured?", "November 5, 2011", "05/11/2011"),  # day or month first?
+        (Q_TOM_AVERY, "Tom Avery was born on March 3rd, 1958.",
+         "Tom Avery: 03.03.1958; the film came out on 7 September 2005."),  # 03.03.1958 unread
         ("Who?", "Dwight D Eisenhower", "Dwight C Eisenhower"),  # an initial, not a numeral
     ],
 )  # fmt: skip
@@ -197,10 +202,10 @@ def test_empty(response):
     "response",
     [
         "I cannot determine which team won the World Cup in that year.",
-        "I'm unable to identify which company this describes.",
+        "I am unable to name the company in question.",
         "There is not enough information to determine this.",
         "I don't know.",
-        "Jovian's birthplace isn't recorded precisely enough for me to say which country.",
+        "The records are not complete enough for me to name a country.",
     ],
 )
 def test_refusal(response):
@@ -211,9 +216,9 @@ def test_refusal(response):
     ("gold", "response"),
     [
         ("Italy", "I don't know, but I'd guess Italy."),  # a guess is an answer
-        ("Kentucky Fried Chicken", "I'm not sure, but I believe it's KFC."),
+        ("Grand Union Bakery", "I'm not sure, but I believe it's GUB."),
         ("Italy", "Brazil were unable to defend their title; the Argentine side won."),
-        ("Kentucky Fried Chicken", "I can't say for certain. It is KFC."),
+        ("Grand Union Bakery", "I can't say for certain. It is GUB."),
     ],
 )
 def test_refusal_needs_no_answer_given(gold, response):
@@ -224,10 +229,10 @@ def test_refusal_needs_no_answer_given(gold, response):
 @pytest.mark.parametrize(
     ("question", "gold", "response"),
     [
-        ("Which singer?", "The Weeknd", "It's either The Weeknd or Drake."),
-        (Q_JOE_WRIGHT, "Joe Wright was born on August 25th, 1972.",
-         "Joe Wright was born on either August 25 or August 26, 1972."),
-        (Q_FRIPP, "1946", "1946 or 1947."),
+        ("Which singer?", "The Nightlarks", "It's either The Nightlarks or Corvo."),
+        (Q_TOM_AVERY, "Tom Avery was born on March 3rd, 1958.",
+         "Tom Avery was born on either March 3 or March 4, 1958."),
+        (Q_TULL, "1939", "1939 or 1940."),
         (Q_FINLAND, "7 years.", "7 or 8 years."),
         ("What percentage?", "75.68%", "Depending on whether the average is taken as 74 or 75 "
          "years, it's either 75.68% or 74.67%."),
@@ -242,7 +247,7 @@ def test_hedge(question, gold, response):
 @pytest.mark.parametrize(
     ("gold", "response"),
     [
-        ("Kentucky Fried Chicken", "Kentucky Fried Chicken or KFC"),  # an acronym, not a rival
+        ("Grand Union Bakery", "Grand Union Bakery or GUB"),  # an acronym, not a rival
         ("13/3 or 4.333... (infinitely repeating decimal)", "13/3 or 4.333"),  # gold says "or"
     ],
 )
@@ -254,8 +259,8 @@ def test_or_without_a_rival_is_no_hedge(gold, response):
     ("question", "gold", "response"),
     [
         (Q_WORLD_CUP, "Italy", "It was not Italy."),
-        ("Which Pope served the longest?", "St. Sylvester I, whose Latin name was Silvester",
-         "Not St. Sylvester I: the longest-serving pope in that span was Miltiades."),
+        ("Which Pope served the longest?", "St. Aldric II, whose Latin name was Aldrik",
+         "Not St. Aldric II: the pope who served longest then was Bertinus."),
         ("Who was the wife of the founder?", "Violant of Castile",
          "Violant of Castile is a common guess, but Bilbao's founder was actually married to "
          "María Díaz de Haro."),
@@ -264,8 +269,8 @@ def test_or_without_a_rival_is_no_hedge(gold, response):
         (Q_WORLD_CUP, "Italy", "Italy is often said to have won, but it was actually Brazil."),
         ("How old would he have been?", "282 years",
          "Not 282 years: the donation came ten years earlier, so he would have been 272."),
-        ("What is the birth year of the American President?", "1961",
-         "It isn't 1961: the president who petted Gli was Bill Clinton, born in 1946."),
+        ("In which year was the senator born?", "1874",
+         "It isn't 1874: the president who kept the goat was Ned Harlow, born in 1939."),
     ],
 )  # fmt: skip
 def test_rejected_option(question, gold, response):
@@ -291,7 +296,7 @@ def test_than_outside_the_asked_comparison_is_not_rejected(question, gold, respo
 @pytest.mark.parametrize(
     ("question", "gold", "response"),
     [
-        (Q_FRIPP, "1946", "Robert Fripp, King Crimson's band leader, was born in 1945."),
+        (Q_TULL, "1939", "Owen Tull, who founded Pale Lantern, was born in 1938."),
         ("How many times taller? Round to one decimal place.", "31.5",
          "It's about 31.2 times taller."),
         ("What year was the auction house founded?", "1766",
@@ -326,7 +331,7 @@ def test_different_number_abstains_on_rounding_bounds_and_words(question, gold, 
     ("question", "gold", "response"),
     [
         (Q_FINLAND, "7 years.", "The party predates the parliament by 7 decades."),
-        ("How many days after?", "4149 days", "The cinematographer died 4,149 hours later."),
+        ("How many days after?", "3827 days", "The painter died 3,827 hours later."),
         ("How much did the film gross in its initial run?",
          "Donnie Darko grossed $517,375 in its initial run at the box office. ",
          "Donnie Darko grossed $517.375 million in its initial run."),
@@ -342,15 +347,15 @@ def test_unit_or_scale_mismatch(question, gold, response):
 
 
 def test_different_date():
-    verdict_ = verdict("When was it featured?", "February 5, 2011", "February 6, 2011.")
+    verdict_ = verdict("When was it featured?", "November 5, 2011", "November 6, 2011.")
     assert verdict_ == (False, "different_date")
 
 
 @pytest.mark.parametrize(
     ("question", "gold", "response"),
     [
-        (Q_JOE_WRIGHT, "Joe Wright was born on August 25th, 1972.", "He was born in 1972."),
-        (Q_JOE_WRIGHT, "Joe Wright was born on August 25th, 1972.", "August 1972."),
+        (Q_TOM_AVERY, "Tom Avery was born on March 3rd, 1958.", "He was born in 1958."),
+        (Q_TOM_AVERY, "Tom Avery was born on March 3rd, 1958.", "March 1958."),
         ("What day of the year do they all share?", "They are all born on June 20.",
          "They were all born in June."),
     ],
@@ -364,20 +369,20 @@ def test_the_same_number_in_another_numeral_is_no_different_number():
 
 
 def test_year_for_full_date_abstains_when_a_day_is_written_in_words():
-    response = "It was in 2011, on the fifth of February."
-    assert verdict("When was it featured?", "February 5, 2011", response) is None
+    response = "It was in 2011, on the fifth of November."
+    assert verdict("When was it featured?", "November 5, 2011", response) is None
 
 
 @pytest.mark.parametrize(
     ("gold", "response"),
     [
-        ("Miley Cyrus and Billy Ray Cyrus", "Miley Cyrus."),
-        ("David Crane and Marta Kauffman", "Marta Kauffman."),
+        ("Ada Lind and Bram Lind", "Ada Lind."),
+        ("Ivan Stroud and Nora Pell", "Nora Pell."),
         ("Naruto Uzumaki, Minato Namikaze and Jiraiya.", "Naruto Uzumaki and Minato Namikaze."),
         ("Steve Jobs, Steve Wozniak and Ronald Wayne",
          "Apple, which was founded by Steve Jobs and Steve Wozniak."),
-        ("Bridgeton Railway Station and Dalmarnock Railway Station.",
-         "The nearest station to the G40 postcode area is Bridgeton railway station."),
+        ("Eastfield Halt and Westmoor Halt.",
+         "The nearest stop to the ward is Eastfield Halt."),
     ],
 )  # fmt: skip
 def test_partial(gold, response):
@@ -387,8 +392,8 @@ def test_partial(gold, response):
 @pytest.mark.parametrize(
     ("gold", "response"),
     [
-        ("Miley Cyrus and Billy Ray Cyrus", "Miley Cyrus and her father."),  # open list
-        ("Miley Cyrus and Billy Ray Cyrus", "Miley Cyrus and her dad, Billy Ray."),
+        ("Ada Lind and Bram Lind", "Ada Lind and her father."),  # open list
+        ("Ada Lind and Bram Lind", "Ada Lind and her father, Bram."),
         ("Steve Jobs, Steve Wozniak and Ronald Wayne",
          "Apple was founded by Steve Jobs and Steve Wozniak (with a third co-founder)."),
         ("Naruto Uzumaki, Minato Namikaze and Jiraiya.", "Naruto, Minato and Jiraiya."),
@@ -402,7 +407,7 @@ def test_partial_needs_a_closed_list_and_no_trace_of_the_missing_part(gold, resp
     ("question", "gold", "response"),
     [
         ("Was the founder still alive when it acquired the bank?", "No", "Yes, he was."),
-        ("As of August 1, 2024, are there any cities in England that are more populated than "
+        ("In 2020, were there any cities in England that are more populated than "
          "Philadelphia, and which cities are they?", "Yes, London", "No."),
     ],
 )  # fmt: skip
@@ -414,19 +419,70 @@ def test_yes_and_no_is_not_decided():
     assert verdict("Was he alive?", "Yes", "Yes and no.") is None
 
 
+# --- a response that is only a name, read word by word ----------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("question", "gold", "response", "expected"),
+    [
+        ("Who?", "Katharina Wendt", "Katarina Wendt.", (True, "stated_answer")),  # spelling
+        ("Who led the expedition?", "Edmund Carrow", "Carrow.", (True, "stated_answer")),
+        ("Which ship?", "Edmund Carrow", "Carrow.", None),  # a surname answers "who" only
+        ("Which treaty?", "The Treaty of Velmont", "The Treaty of Ardmore.",
+         (False, "different_name")),
+        ("Who?", "Ada Maria Brand", "Ada Quill Brand.", (False, "different_name")),
+        ("Who?", "Robert Hale", "Bob Hale.", None),  # a nickname: too short to call a swap
+        ("Who?", "Ada Maria Brand", "Ada Mirta Brand.", None),  # begins alike: maybe a spelling
+        ("Which pope?", "St. Aldric II", "Pope Aldric II.", None),  # a title for a title
+        ("Where?", "Oakdale, Ohio", "Fairview, Ohio.", (False, "different_name")),
+        ("Where?", "Oakdale, Ohio", "Oakdale.", (True, "stated_answer")),
+        ("Which team?", "The Dayton Herons", "The Dayton Heron.", (True, "stated_answer")),
+    ],
+)  # fmt: skip
+def test_a_name_read_word_by_word(question, gold, response, expected):
+    assert verdict(question, gold, response) == expected
+
+
+@pytest.mark.parametrize(
+    ("gold", "response", "expected"),
+    [
+        ("A) The red lantern", "B) The blue lantern", (False, "other_option")),
+        ("(c) Twelve", "The answer is (a): eleven.", (False, "other_option")),
+        ("A) The red lantern", "A) The red lantern", (True, "exact")),
+        ("A) The red lantern", "A. The red one", None),  # the same letter: not decided here
+        ("Route A", "B) Route B", None),  # the gold is no lettered option
+    ],
+)  # fmt: skip
+def test_another_lettered_option(gold, response, expected):
+    assert verdict("Which one? A) The red lantern B) The blue lantern", gold, response) == expected
+
+
+def test_plural_and_singular_are_one_word():
+    assert verdict("Which fruits?", "Apple and pear.", "Pears and apples.") is None  # not FALSE
+    assert verdict("Which teams?", "Herons and Hawks", "The Hawk and the Heron.") == (
+        True,
+        "stated_answer",
+    )
+
+
+def test_an_explanation_gold_is_not_read_for_names():
+    gold = "She visited in 1990 and 1994. So she went there three times."
+    question = "How many times did she go to the island?"
+    assert names_another(question, gold, "Twice, in spring.") is None  # "So" is no name
+    assert verdict(question, gold, "3") == (True, "same_quantity")
+
+
 # --- abstentions: paraphrases and wrong entities ---------------------------------------------
 
 
 @pytest.mark.parametrize(
     ("question", "gold", "response"),
     [
-        ("Which fast food chain?", "Kentucky Fried Chicken", "KFC."),
-        ("Who?", "Svetlana Boginskaya", "Svetlana Boguinskaya."),
+        ("Which food chain?", "Grand Union Bakery", "GUB."),
         ("Which element, and who is it named after?", "Mendelevium is named after Dmitri "
          "Mendeleev.", "The element is mendelevium, which was named after Mendeleev."),
-        ("Who are the two producers?", "David Crane and Marta Kauffman", "Crane and Kauffman."),
-        ("Who?", "Hayao Miyazaki", "Miyazaki."),
-        ("Which Pope?", "St. Sylvester I, whose Latin name was Silvester", "Pope Silvester I."),
+        ("Who are the two producers?", "Ivan Stroud and Nora Pell", "Stroud and Pell."),
+        ("Which Pope?", "St. Aldric II, whose Latin name was Aldrik", "Pope Aldrik II."),
         ("Which country?", "United States", "USA"),
     ],
 )  # fmt: skip
@@ -437,10 +493,8 @@ def test_paraphrases_are_left_to_the_judge(question, gold, response):
 @pytest.mark.parametrize(
     ("question", "gold", "response"),
     [
-        ("What key signature?", "C major", "C minor."),
-        ("What would the name be?", "Martin Gilbert Sartre", "Martin Roger Sartre."),
+        ("What key?", "C major", "C minor."),
         (Q_CANNABIS, "Cannabis", "Raspberries."),
-        ("Which law?", "The Sherman Antitrust Act", "The Clayton Antitrust Act."),
     ],
 )  # fmt: skip
 def test_wrong_entities_sharing_a_name_word_are_left_to_the_judge(question, gold, response):
@@ -450,8 +504,8 @@ def test_wrong_entities_sharing_a_name_word_are_left_to_the_judge(question, gold
 @pytest.mark.parametrize(
     ("question", "gold", "response"),
     [
-        ("Who was the fourth overall draft pick?", "Scottie Barnes", "Jalen Suggs."),
-        ("Which fast food chain?", "Kentucky Fried Chicken", "Pizza Hut."),
+        ("Who was the third overall selection?", "Omar Reyes", "Tobias Kern."),
+        ("Which food chain?", "Grand Union Bakery", "Taco Barn."),
         ("Which element?", "Mendelevium is named after Dmitri Mendeleev.",
          "The element is einsteinium, which was named after Albert Einstein."),
     ],
@@ -492,8 +546,9 @@ def test_a_gold_of_signs_only_is_compared_as_written():
 
 
 @pytest.mark.real
-def test_rules_on_the_labelled_judge_items(judge_labels):
-    items = load_labels(judge_labels)
+def test_rules_on_the_dev_half_of_the_labelled_judge_items(judge_labels):
+    # Only the dev half: the held-out half is scored once, by hand, never by a test.
+    items = select_split(load_labels(judge_labels), "dev")
     report = score_rules(items)
     assert report.items == len(items) > 0
     assert report.coverage >= 0.6, report.summary()
@@ -509,7 +564,7 @@ def test_rules_on_the_labelled_judge_items(judge_labels):
         ("How many?", "83", "I considered 83 and Laraine Newman; I'm not sure which."),
         ("How many?", "83", "Laraine Newman is the answer; 83 was the runner-up."),
         ("How many?", "83", "83? No, it is 85."),
-        ("How many?", "83", "Between 83 and 85, I would pick 85."),
+        ("How many?", "83", "Between 83 and 85, I would choose 85."),
         ("How many?", "83", "Bronze medalist and 83."),
         ("When was it?", "November 24, 1921", "November 24, 1921 is a common guess, but the real "
          "answer is different."),
@@ -564,9 +619,30 @@ def test_a_count_answered_with_no_number_or_a_year_only(question, gold, response
         ("How many times did she win?", "1", "Only one."),
         ("How many times did she win?", "0", "None."),
         ("How many were there?", "2", "A couple."),
-        ("In what year was he born?", "1961", "Barack Obama"),  # a year gold: not this rule
+        ("In what year was he born?", "1874", "Ned Harlow"),  # a year gold: not this rule
         ("How many goals did Apollo score?", "11", "Apollo 12 scored."),  # a number in a name
     ],
 )
 def test_no_quantity_needs_no_number_at_all(question, gold, response):
     assert verdict(question, gold, response) not in ((False, "no_quantity"),)
+
+
+# --- the pipeline: one step per rule, each with its name, guard and verdicts ---------------------
+
+
+def test_every_rule_name_has_a_home_in_the_pipeline():
+    declared = {name for rule in PIPELINE for name in rule.verdicts}
+    assert declared <= set(RULES)
+    assert set(RULES) - declared == {"empty"}  # decided before the pipeline: nothing to read
+    assert len({rule.name for rule in PIPELINE}) == len(PIPELINE)
+    assert all(rule.decides for rule in PIPELINE)
+
+
+def test_a_guarded_step_leaves_other_kinds_of_gold_alone():
+    steps = {rule.name: rule for rule in PIPELINE}
+    case = Case("How many?", "12", analyse_gold("12", "How many?"), Response("Fourteen."))
+    assert steps["quantity"](case) == RuleVerdict(
+        False, "different_number", "the response commits to 'Fourteen'"
+    )
+    for name in ("list", "name", "yes_no", "date", "number_in_name"):
+        assert steps[name](case) is None

@@ -150,7 +150,8 @@ def test_without_a_judge_model_the_judge_is_a_greedy_copy_of_the_program_lm(data
     # An alias the rules leave to the judge (the fake judge says FALSE to anything).
     verdict = session.autorater.judge("Which country?", "United States", "USA")
     assert (verdict.correct, verdict.method) == (False, "judge")
-    assert len(judge.history) == 1 and lm.history == []
+    # Two judge calls (the default protocol's extraction, then the verdict), none by the program.
+    assert len(judge.history) == 2 and lm.history == []
 
 
 def test_the_program_lm_passed_as_judge_is_copied_too(data):

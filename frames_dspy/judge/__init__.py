@@ -1,13 +1,17 @@
 """The autorater: rules that decide when sure, an LM judge for the rest, and how to check it.
 
-- :mod:`~frames_dspy.judge.rules` (with :mod:`~frames_dspy.judge.gold_forms`,
-  :mod:`~frames_dspy.judge.answer_forms`, :mod:`~frames_dspy.judge.units`,
-  :mod:`~frames_dspy.judge.mentions`, :mod:`~frames_dspy.judge.place_names`): deterministic
-  verdicts, or None.
-- :mod:`~frames_dspy.judge.autorater`: :class:`Autorater`, the metric every run scores with.
+- :mod:`~frames_dspy.judge.rules`: deterministic verdicts, or None: :data:`PIPELINE`, one
+  step per rule (with :mod:`~frames_dspy.judge.number_rules` for numbers and dates, and
+  :mod:`~frames_dspy.judge.gold_forms`, :mod:`~frames_dspy.judge.answer_forms`,
+  :mod:`~frames_dspy.judge.units`, :mod:`~frames_dspy.judge.mentions`,
+  :mod:`~frames_dspy.judge.names`, :mod:`~frames_dspy.judge.place_names` and the shared word
+  lists of :mod:`~frames_dspy.judge.words`).
+- :mod:`~frames_dspy.judge.protocols`: how the LM is used (``rules+extract``, ``rules+lm``,
+  the paper's ``lm``); :mod:`~frames_dspy.judge.autorater`: :class:`Autorater`, the metric
+  every run scores with.
 - :mod:`~frames_dspy.judge.labels`: hand-labelled items; :mod:`~frames_dspy.judge.validate`:
-  agreement of an autorater with them. ``python -m frames_dspy.judge validate --labels FILE``
-  runs it from the command line.
+  agreement of an autorater with them. ``python -m frames_dspy.judge validate --labels FILE
+  [--split dev|held-out|all] [--judge-protocol P[,P]]`` runs it from the command line.
 """
 
 from frames_dspy.judge.autorater import (
@@ -22,8 +26,16 @@ from frames_dspy.judge.autorater import (
     is_rule_method,
     method_counts,
 )
-from frames_dspy.judge.labels import LabelError, LabelledItem, load_labels, split_by_question
-from frames_dspy.judge.rules import RULES, RuleVerdict, decide
+from frames_dspy.judge.labels import (
+    SPLIT_SEED,
+    LabelError,
+    LabelledItem,
+    load_labels,
+    select_split,
+    split_by_question,
+)
+from frames_dspy.judge.protocols import DEFAULT_PROTOCOL, JUDGE_PROTOCOLS
+from frames_dspy.judge.rules import PIPELINE, RULES, RuleVerdict, decide
 
 __all__ = [
     "AUTORATER",
@@ -36,11 +48,16 @@ __all__ = [
     "decision_probability",
     "is_rule_method",
     "method_counts",
+    "DEFAULT_PROTOCOL",
+    "JUDGE_PROTOCOLS",
+    "PIPELINE",
     "RULES",
     "RuleVerdict",
     "decide",
     "LabelledItem",
     "LabelError",
     "load_labels",
+    "select_split",
     "split_by_question",
+    "SPLIT_SEED",
 ]

@@ -1,11 +1,16 @@
 """``python -m frames_dspy.judge validate``: how far the autorater agrees with hand labels.
 
-    python -m frames_dspy.judge validate --labels ../shared/data/judge_dev/judge_dev.jsonl
-    python -m frames_dspy.judge validate --labels FILE --judge-model openai/gpt-4o --json
+    python -m frames_dspy.judge validate --labels ../shared/data/judge_dev/judge_dev.jsonl \
+        --split dev
+    python -m frames_dspy.judge validate --labels FILE --judge-model openai/gpt-4o \
+        --judge-protocol rules+extract,lm --json
 
 The autorater is built exactly as ``python -m frames_dspy.evaluate`` builds it
-(:func:`frames_dspy.session.make_judge`, the same model options), so the agreement printed is
-that of a run's autorater. The labelled file is JSONL with ``question``, ``gold``,
+(:func:`frames_dspy.session.make_judge`), so the agreement printed is that of a run's
+autorater. Only the judge's options are offered: validation runs no program model. Several
+protocols (comma-separated) are measured on the same items and shown side by side.
+
+The labelled file is JSONL with ``question``, ``gold``,
 ``response``, ``label`` (a JSON boolean) and optionally ``kind``, ``id`` and ``case``. A file
 that cannot be used (missing, empty, a line that is not JSON or lacks a field, a label that is
 not a boolean) is reported in one line naming the file and line, with exit status 2.
@@ -13,17 +18,19 @@ not a boolean) is reported in one line naming the file and line, with exit statu
 
 from __future__ import annotations
 
+import argparse
 import json
 import sys
 from collections.abc import Sequence
 from pathlib import Path
 
 from frames_dspy import paths
-from frames_dspy.cli import CommandParser, add_model_arguments, positive_int, start_command
-from frames_dspy.judge.labels import LabelError, load_labels
-from frames_dspy.judge.validate import ItemResult, render, validate
+from frames_dspy.cli import CommandParser, positive_float, positive_int, start_command
+from frames_dspy.judge.labels import SPLIT_SEED, SPLITS, LabelError, load_labels, select_split
+from frames_dspy.judge.protocols import DEFAULT_PROTOCOL, JUDGE_PROTOCOLS
+from frames_dspy.judge.validate import ItemResult, render, render_side_by_side, validate
 from frames_dspy.lm import LMSetupError
-from frames_dspy.lm.cache import use_cache
+from frames_dspy.lm.cache import CACHE_MODES, use_cache
 from frames_dspy.session import ModelDataSettings, make_judge
 
 
@@ -47,7 +54,44 @@ def build_parser() -> CommandParser:
         help=f"labelled items: question, gold, response, label[, kind] (default: "
         f"${paths.JUDGE_LABELS_ENV})",
     )
-    add_model_arguments(check, ModelDataSettings())
+    check.add_argument(
+        "--split",
+        choices=SPLITS,
+        default="all",
+        help=f"which items: the dev half (rules may be developed on it), the held-out half (only "
+        f"ever scored) or all; halves are cut by question with seed {SPLIT_SEED} "
+        "(default %(default)s)",
+    )
+    judge = check.add_argument_group("judge")
+    judge.add_argument(
+        "--judge-model",
+        default="local",
+        help="the autorater's LM: 'local' (embedded), 'local-1.5b', 'local:/path.gguf' or a "
+        "LiteLLM model string (default %(default)s)",
+    )
+    judge.add_argument("--judge-api-base", default=None, help="server for --judge-model")
+    judge.add_argument(
+        "--judge-protocol",
+        type=_protocols,
+        default=[DEFAULT_PROTOCOL],
+        metavar="P[,P...]",
+        help=f"how the autorater uses its LM, one or several to compare: "
+        f"{', '.join(JUDGE_PROTOCOLS)} (default {DEFAULT_PROTOCOL}; 'lm' is the paper's "
+        "LM-only judge)",
+    )
+    judge.add_argument(
+        "--lm-timeout",
+        type=positive_float("--lm-timeout"),
+        default=None,
+        metavar="SECONDS",
+        help="seconds one judge call may take (default: the provider's)",
+    )
+    judge.add_argument(
+        "--cache",
+        choices=CACHE_MODES,
+        default="on",
+        help="DSPy's response cache for judge calls (default %(default)s)",
+    )
     check.add_argument("--json", action="store_true", help="print one JSON object")
     check.add_argument(
         "--threads",
@@ -66,14 +110,23 @@ def build_parser() -> CommandParser:
     return parser
 
 
+def _protocols(text: str) -> list[str]:
+    names = [n.strip() for n in text.split(",") if n.strip()]
+    unknown = [n for n in names if n not in JUDGE_PROTOCOLS]
+    if not names or unknown:
+        raise argparse.ArgumentTypeError(
+            f"unknown protocol {', '.join(unknown) or repr(text)}; choose from "
+            f"{', '.join(JUDGE_PROTOCOLS)}, comma-separated"
+        )
+    return list(dict.fromkeys(names))
+
+
 def _settings(args) -> ModelDataSettings:
+    # The judge is the only model: as the "program" model it is judged with itself, and
+    # make_judge gives it the judge's own limits (greedy, a short output).
     return ModelDataSettings(
-        model=args.model,
-        judge_model=args.judge_model,
-        api_base=args.api_base,
-        judge_api_base=args.judge_api_base,
-        temperature=args.temperature,
-        max_tokens=args.max_tokens,
+        model=args.judge_model,
+        api_base=args.judge_api_base,
         lm_timeout=args.lm_timeout,
         cache=args.cache,
     )
@@ -90,40 +143,49 @@ def main(argv: Sequence[str] | None = None) -> int:
             f"{paths.JUDGE_LABELS_ENV}\n"
         )  # fmt: skip
     try:
-        items = load_labels(labels)
+        items = select_split(load_labels(labels), args.split)
     except LabelError as err:
         parser.exit(2, f"{parser.prog}: error: {err}\n")
     settings = _settings(args)
     use_cache(settings.cache)
-    try:
-        judge_lm, autorater = make_judge(settings)
-    except (LMSetupError, ValueError) as err:
-        parser.exit(2, f"{parser.prog}: error: {err}\n")
-    done = 0
+    reports = {}
+    for protocol in args.judge_protocol:
+        try:
+            judge_lm, autorater = make_judge(settings, protocol=protocol)
+        except (LMSetupError, ValueError) as err:
+            parser.exit(2, f"{parser.prog}: error: {err}\n")
+        done = 0
 
-    def progress(result: ItemResult) -> None:
-        nonlocal done
-        done += 1
+        def progress(result: ItemResult, protocol: str = protocol) -> None:
+            nonlocal done
+            done += 1
+            if not args.quiet:
+                print(
+                    f"\r{protocol}: {done}/{len(items)} judged ({result.verdict.method})   ",
+                    end="",
+                    file=sys.stderr,
+                    flush=True,
+                )
+
+        try:
+            report = validate(items, autorater, threads=args.threads, on_result=progress)
+        except LMSetupError as err:
+            parser.exit(2, f"\n{parser.prog}: error: the judge cannot run: {err}\n")
         if not args.quiet:
-            print(
-                f"\r{done}/{len(items)} judged ({result.verdict.method})",
-                end="",
-                file=sys.stderr,
-                flush=True,
-            )
-
-    try:
-        report = validate(items, autorater, threads=args.threads, on_result=progress)
-    except LMSetupError as err:
-        parser.exit(2, f"\n{parser.prog}: error: the judge cannot run: {err}\n")
-    if not args.quiet:
-        print(file=sys.stderr)
-    report.labels = str(Path(labels))
-    report.judge = getattr(judge_lm, "model", str(judge_lm))
+            print(file=sys.stderr)
+        report.labels = str(Path(labels)) + ("" if args.split == "all" else f" ({args.split} half)")
+        report.judge = getattr(judge_lm, "model", str(judge_lm))
+        report.protocol = protocol
+        reports[protocol] = report
     if args.json:
-        print(json.dumps(report.to_dict(), indent=2))
+        out = {p: r.to_dict() for p, r in reports.items()}
+        print(json.dumps(next(iter(out.values())) if len(out) == 1 else out, indent=2))
+    elif len(reports) == 1:
+        print(render(next(iter(reports.values())), show=args.show))
     else:
-        print(render(report, show=args.show))
+        print(render_side_by_side(reports))
+        for report in reports.values():
+            print("\n" + render(report, show=args.show))
     return 0
 
 

@@ -29,6 +29,7 @@ from frames_dspy.judge.units import (
 )
 
 __all__ = [
+    "MONTH_NAMES",
     "Quantity",
     "DateMention",
     "fold",
@@ -505,7 +506,7 @@ def compare_quantities(gold: Quantity, response: Quantity) -> str:
 
 # --- dates -----------------------------------------------------------------------------------
 
-_MONTH_NAMES = {
+MONTH_NAMES = {
     m: i
     for i, names in enumerate(
         [
@@ -527,7 +528,7 @@ _MONTH_NAMES = {
     for m in names
 }
 # Month names must be capitalised: "may" and "march" are also ordinary words.
-_MONTH = r"(?P<month>" + "|".join(sorted(_MONTH_NAMES, key=len, reverse=True)) + r")\.?"
+_MONTH = r"(?P<month>" + "|".join(sorted(MONTH_NAMES, key=len, reverse=True)) + r")\.?"
 _DAY = r"(?P<day>[0-3]?\d)(?:st|nd|rd|th)?"
 _YEAR = r"(?P<year>\d{4})(?!\d)"
 _DATE_PATTERNS = [
@@ -560,7 +561,7 @@ class DateMention:
 def _month_number(token: str) -> int | None:
     if token.isdigit():
         return int(token) if 1 <= int(token) <= 12 else None
-    return _MONTH_NAMES.get(token.rstrip("."))
+    return MONTH_NAMES.get(token.rstrip("."))
 
 
 def parse_dates(text: str) -> list[DateMention]:

@@ -28,6 +28,13 @@ from typing import Any
 import dspy
 from dspy.utils.exceptions import AdapterParseError
 
+from frames_dspy.judge.protocols import (
+    DEFAULT_PROTOCOL,
+    JUDGE_PROTOCOLS,
+    ExtractAnswer,
+    grounded,
+    no_answer,
+)
 from frames_dspy.judge.rules import decide
 from frames_dspy.signatures import JudgeAnswer
 
@@ -48,8 +55,10 @@ __all__ = [
 ]
 
 #: Methods that mean the judge LM was called; every other method is a rule's name.
+#: ``extract`` is a rule's verdict on the answer the LM extracted (``rules+extract``),
+#: ``extract_none`` the LM's finding that the response commits to no answer.
 #: ``judge_overruled`` is the old overlap guard's verdict, kept so old run folders still count.
-JUDGE_METHODS = frozenset({"judge", "judge_error", "judge_overruled"})
+JUDGE_METHODS = frozenset({"judge", "judge_error", "judge_overruled", "extract", "extract_none"})
 
 #: How an LM verdict is decided: from the TRUE/FALSE the judge wrote, or from P(TRUE).
 DECISION_MODES = ("text", "p_true")
@@ -73,7 +82,7 @@ TOP_LOGPROBS = 10
 #: What scores a run, as its settings record it: a run folder or study scored by another
 #: autorater (the overlap guard of earlier versions, another decision mode) is not resumed.
 #: Raise the number when a change to the rules or the judge's prompt changes verdicts.
-AUTORATER = "rules+judge/2:" + (
+AUTORATER = f"rules+judge/3:{DEFAULT_PROTOCOL}:" + (
     DEFAULT_DECISION if DEFAULT_DECISION == "text" else f"p_true>={P_TRUE_THRESHOLD:g}"
 )
 
@@ -171,7 +180,13 @@ class Autorater:
     Args:
         judge_lm: The judge; None uses the LM configured in ``dspy.settings`` at call time. Keep
             it separate from the program's LM where you can.
-        use_rules: Let the rules decide what they can (no LM call for those items).
+        protocol: How the LM is used (:data:`~frames_dspy.judge.protocols.JUDGE_PROTOCOLS`):
+            ``rules+extract`` (rules; then the LM extracts the response's answer and the rules
+            compare it; then the LM's verdict), ``rules+lm`` (rules, then the verdict) or
+            ``lm`` (the paper's: the verdict on every item). Runs use
+            :data:`~frames_dspy.judge.protocols.DEFAULT_PROTOCOL`
+            (:func:`frames_dspy.session.make_judge`); a bare ``Autorater`` asks for verdicts.
+        use_rules: False is the ``lm`` protocol (kept for callers of earlier versions).
         decide_by: ``text`` (the judge's written TRUE/FALSE) or ``p_true`` (P(TRUE) against
             ``threshold``; the text decides when the backend returns no log-probabilities).
         threshold: The P(TRUE) threshold for ``decide_by="p_true"``.
@@ -188,21 +203,26 @@ class Autorater:
         self,
         judge_lm: dspy.BaseLM | None = None,
         *,
+        protocol: str = "rules+lm",
         use_rules: bool = True,
         decide_by: str = DEFAULT_DECISION,
         threshold: float = P_TRUE_THRESHOLD,
         logprobs: bool | None = None,
     ):
+        if protocol not in JUDGE_PROTOCOLS:
+            raise ValueError(f"protocol={protocol!r}; choose one of {', '.join(JUDGE_PROTOCOLS)}")
         if decide_by not in DECISION_MODES:
             raise ValueError(f"decide_by={decide_by!r}; choose one of {', '.join(DECISION_MODES)}")
         if not 0.0 <= threshold <= 1.0:
             raise ValueError(f"threshold={threshold!r} must be between 0 and 1")
         self.judge_lm = judge_lm
-        self.use_rules = use_rules
+        self.protocol = protocol if use_rules else "lm"
+        self.use_rules = self.protocol != "lm"
         self.decide_by = decide_by
         self.threshold = threshold
         self.logprobs = logprobs
         self._predict = dspy.Predict(JudgeAnswer)
+        self._extract = dspy.Predict(ExtractAnswer)
         self._lock = threading.Lock()
         self.errors = 0
         self.calls = 0
@@ -235,7 +255,38 @@ class Autorater:
         ruled = self.rule_verdict(question, gold, response)
         if ruled is not None:
             return ruled
+        if self.protocol == "rules+extract":
+            extracted = self.extract_verdict(question, gold, str(response))
+            if extracted is not None:
+                return extracted
         return self.lm_verdict(question, gold, str(response))
+
+    def extract_verdict(self, question: str, gold: str, response: str) -> Judgement | None:
+        """Ask the LM which answer the response commits to and let the rules compare it.
+
+        FALSE (``extract_none``) when the LM finds no answer; None (the verdict question
+        decides) when its reply cannot be parsed, its answer is not in the response, or the
+        rules cannot decide on it.
+        """
+        with self._lock:
+            self.calls += 1
+        try:
+            with dspy.context(lm=self.judge_lm) if self.judge_lm else nullcontext():
+                out = self._extract(question=question, response=response)
+        except (AdapterParseError, ValueError) as err:
+            logger.warning("extraction reply could not be parsed: %s", err)
+            return None
+        answer = " ".join(str(out.answer or "").split())
+        if no_answer(answer):
+            return Judgement(False, "extract_none", "the response commits to no single answer")
+        if not grounded(answer, response):
+            logger.debug("extracted %r is not in the response; asking for a verdict", answer)
+            return None
+        verdict = decide(question, gold, answer)
+        if verdict is None:
+            return None
+        why = f"the response commits to {answer!r}; {verdict.rule}: {verdict.reason}"
+        return Judgement(verdict.correct, "extract", why)
 
     def lm_verdict(self, question: str, gold: str, response: str) -> Judgement:
         """Ask the judge LM (no rules): the verdict, with P(TRUE) where the backend gives it."""

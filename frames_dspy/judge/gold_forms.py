@@ -1,7 +1,7 @@
 """What a FRAMES gold answer asks for: a yes/no, a date, a quantity, a list of parts or a name.
 
-FRAMES gold answers come in many shapes ("Two million.", "This was Mesut Ozil.", "Joe Wright was
-born on August 25th, 1972.", "Naruto Uzumaki, Minato Namikaze and Jiraiya.", "Prague, Czech
+FRAMES gold answers come in many shapes ("Two million.", "This was Lena Marsh.", "Tom Avery was
+born on March 3rd, 1958.", "Naruto Uzumaki, Minato Namikaze and Jiraiya.", "Prague, Czech
 Republic", "Yes, London"). :func:`analyse_gold` reads one, with its question, into a
 :class:`GoldForm` that the rules in :mod:`frames_dspy.judge.rules` can compare a response with. It
 extracts a core answer only where that is safe; otherwise the form is ``"sentence"`` and only
@@ -21,6 +21,7 @@ from frames_dspy.judge.answer_forms import (
     parse_quantities,
 )
 from frames_dspy.judge.place_names import is_place_name
+from frames_dspy.judge.words import ARTICLES, FUNCTION_WORDS, word_set
 
 __all__ = [
     "GoldForm",
@@ -30,18 +31,14 @@ __all__ = [
     "is_multi_part_question",
     "norm_tokens",
     "question_asks",
+    "same_words",
+    "singular",
     "tokens",
     "word_set",
 ]
 
 # Currency signs are words here, so "$559.8 million" is not "£559.8 million".
 _TOKEN = re.compile(r"[A-Za-z]+|\d+(?:[.,]\d+)*|[$£€¥]")
-_ARTICLES = frozenset({"a", "an", "the"})
-
-
-def word_set(words: str) -> frozenset[str]:
-    """The set of the space-separated words of ``words``."""
-    return frozenset(words.split())
 
 
 @dataclass(frozen=True)
@@ -62,7 +59,7 @@ def tokens(text: str) -> list[Token]:
     out = []
     for m in _TOKEN.finditer(text):
         norm = m.group().casefold()
-        if norm in _ARTICLES:
+        if norm in ARTICLES:
             continue
         if norm[0].isdigit():
             norm = norm.replace(",", "")
@@ -73,6 +70,28 @@ def tokens(text: str) -> list[Token]:
 def norm_tokens(text: str) -> tuple[str, ...]:
     """The normal forms of the words of ``text`` (folded here)."""
     return tuple(t.norm for t in tokens(fold(text)))
+
+
+def singular(word: str) -> str:
+    """A normalised word without a plural ending: "pears" -> "pear", "berries" -> "berry".
+
+    Only regular endings, and only on words of four letters or more ("bus" and "gas" stay);
+    "ss" is no plural ("Ross"). Numbers are left as they are.
+    """
+    if len(word) < 4 or word[0].isdigit() or word.endswith("ss"):
+        return word
+    if word.endswith("ies") and len(word) > 4:
+        return word[:-3] + "y"
+    if re.search(r"(?:ch|sh|x|z|ss)es$", word):
+        return word[:-2]
+    return word[:-1] if word.endswith("s") else word
+
+
+def same_words(a: tuple[str, ...], b: tuple[str, ...]) -> bool:
+    """Whether two word sequences are the same words, up to regular plural endings."""
+    return len(a) == len(b) and all(
+        x == y or singular(x) == singular(y) for x, y in zip(a, b, strict=True)
+    )
 
 
 @dataclass(frozen=True)
@@ -211,13 +230,6 @@ _QUANTITY_FILLER = word_set(
     "number no approximately about around roughly total increase decrease difference of in "
     "and per ppg points goals km long"
 )
-_STOP = word_set(
-    "a an the this that these those it its is was are were be been being of in on at to for by "
-    "with from as and or but which who whom whose what when where why how than then there their "
-    "his her he she they them we you i me my our your also only both all any some each other "
-    "has had have do does did not no so such into about after before over under up down out "
-    "same very more most less least"
-)
 
 
 def _strip(text: str) -> str:
@@ -291,14 +303,14 @@ def _list_parts(text: str) -> tuple[Part, ...] | None:
 def _novel_span(gold: str, question: str) -> str | None:
     """The one run of capitalised words in a gold sentence that its question does not contain.
 
-    "Didier Drogba scored 20 goals in the 2006-2007 ... season" for "Which player scored 20
-    goals ...?" gives "Didier Drogba". Any other new content word makes it unsafe (None).
+    "Rosa Quint scored 14 goals in the 1998-1999 ... season" for "Which player scored 14
+    goals ...?" gives "Rosa Quint". Any other new content word makes it unsafe (None).
     """
     asked = {t.norm for t in tokens(fold(question))}
     asked |= {w.rstrip("s") for w in asked}
     toks = tokens(gold)
     novel = [
-        t.norm not in asked and t.norm.rstrip("s") not in asked and t.norm not in _STOP
+        t.norm not in asked and t.norm.rstrip("s") not in asked and t.norm not in FUNCTION_WORDS
         for t in toks
     ]
     spans: list[list[Token]] = []
@@ -385,7 +397,7 @@ def analyse_gold(gold: str, question: str = "") -> GoldForm:
         d = dates[0]
         rest = core[: d.start] + core[d.end :]
         asked = {t.norm for t in tokens(question)}
-        extra = [t for t in tokens(rest) if t.norm not in asked and t.norm not in _STOP]
+        extra = [t for t in tokens(rest) if t.norm not in asked and t.norm not in FUNCTION_WORDS]
         asks_date = question_asks(question) == "date"
         if not extra or (asks_date and not is_multi_part_question(question)):
             return GoldForm("date", text, date=d, has_or=has_or)
@@ -393,7 +405,7 @@ def analyse_gold(gold: str, question: str = "") -> GoldForm:
         return GoldForm("quantity", text, quantity=found[0], is_year=found[1], has_or=has_or)
     if not any(t.norm in _FINITE_VERBS for t in tokens(core)) and (parts := _list_parts(core)):
         return GoldForm("list", text, parts=parts, has_or=has_or)
-    # "St. Sylvester I, whose Latin name was Silvester": the clause only describes the name.
+    # "St. Aldric II, whose Latin name was Aldricus": the clause only describes the name.
     if (
         (m := _RELATIVE.match(core))
         and not _sentence_like(m.group(1))

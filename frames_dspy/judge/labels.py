@@ -7,6 +7,10 @@ a line: ``question``, ``gold``, ``response``, ``label`` (true when the response 
 (the rules of :mod:`frames_dspy.judge.rules`): how many items it decides (coverage) and how many of
 those it gets right (precision), per rule and per kind. :func:`split_by_question` cuts the items
 into two halves by question, so rules designed on one half can be measured on the other.
+
+The split of ``judge_dev`` is fixed (:data:`SPLIT_SEED`): the ``dev`` half is the one rules and
+prompts may be read and developed against; the ``held-out`` half is only ever scored, and no
+token of its items belongs in code, comments or tests. :func:`select_split` picks a half.
 """
 
 from __future__ import annotations
@@ -24,7 +28,10 @@ __all__ = [
     "LabelError",
     "LabelledItem",
     "RulesReport",
+    "SPLITS",
+    "SPLIT_SEED",
     "load_labels",
+    "select_split",
     "split_by_question",
     "score_rules",
 ]
@@ -106,13 +113,22 @@ def load_labels(path: str | Path) -> list[LabelledItem]:
     return items
 
 
+#: The seed of the one split of the labelled items by question (chosen once, for issue 23,
+#: before any rule was changed against it): the sorted question ids are shuffled with
+#: ``random.Random(SPLIT_SEED)``; the first half of them is ``dev``, the rest ``held-out``.
+SPLIT_SEED = 23
+
+#: The halves :func:`select_split` knows, and ``all``.
+SPLITS = ("dev", "held-out", "all")
+
+
 def split_by_question(
-    items: Sequence[LabelledItem], seed: int = 0
+    items: Sequence[LabelledItem], seed: int = SPLIT_SEED
 ) -> tuple[list[LabelledItem], list[LabelledItem]]:
-    """Two halves of the items with no question in both (design half first).
+    """Two halves of the items with no question in both (dev half first, held-out second).
 
     The sorted question ids (the question text where an item has no id) are shuffled with
-    ``random.Random(seed)``; the first half of them makes the design half.
+    ``random.Random(seed)``; the first half of them (rounded down) makes the dev half.
     """
     keys = list({_key(item) for item in items})
     # Integer ids sort as numbers (6 before 14); question texts, where ids are missing, as text.
@@ -123,6 +139,18 @@ def split_by_question(
         [item for item in items if _key(item) in design],
         [item for item in items if _key(item) not in design],
     )
+
+
+def select_split(
+    items: Sequence[LabelledItem], split: str, seed: int = SPLIT_SEED
+) -> list[LabelledItem]:
+    """The items of one half of :func:`split_by_question` (``dev``, ``held-out``) or ``all``."""
+    if split not in SPLITS:
+        raise ValueError(f"unknown split {split!r}; choose one of {', '.join(SPLITS)}")
+    if split == "all":
+        return list(items)
+    dev, held_out = split_by_question(items, seed)
+    return dev if split == "dev" else held_out
 
 
 def _key(item: LabelledItem) -> int | str:

@@ -18,8 +18,9 @@ from dataclasses import dataclass
 from functools import cached_property
 
 from frames_dspy.judge.answer_forms import Quantity, fold, parse_dates, parse_quantities
-from frames_dspy.judge.gold_forms import Token, tokens, word_set
+from frames_dspy.judge.gold_forms import Token, same_words, tokens
 from frames_dspy.judge.place_names import is_place_name
+from frames_dspy.judge.words import ARTICLES, FUNCTION_WORDS, NAME_TITLES, word_set
 
 __all__ = [
     "Response",
@@ -66,6 +67,7 @@ class Response:
     """A response folded once, with its sentences, quoted spans and tokens."""
 
     def __init__(self, response: str):
+        self.raw = response
         self.text = " ".join(fold(response).replace("*", "").split())
         self.sentences = self._split(self.text)
         self.quotes = [(m.start(), m.end()) for m in re.finditer(r'"[^"]*"', self.text)]
@@ -116,20 +118,6 @@ class Response:
 
 # --- finding the gold in the response --------------------------------------------------------
 
-# Titles before a name do not make it a longer name ("Pope Silvester I" names Silvester I).
-_NAME_LEADS = word_set(
-    "st saint pope king queen president sir dr mr mrs ms lord lady prince princess general "
-    "emperor empress duke duchess count mount mt lake river fort cape"
-)
-FUNCTION_WORDS = word_set(
-    "not no never only just even also but and or nor so yes well however although though because "
-    "since while when where why how what which who whom whose if then than thus hence therefore "
-    "as at by for from in into of on onto to with without about after before during under over "
-    "between among through it its this that these those there here is was are were be been "
-    "being has have had do does did can could will would shall should may might must now today "
-    "answer final both either neither"
-)
-
 
 @dataclass(frozen=True)
 class Mention:
@@ -146,16 +134,16 @@ def _extends(a: Token, b: Token, text: str, *, after: bool) -> bool:
     gap = text[a.end : b.start] if after else text[b.end : a.start]
     if not re.fullmatch(r"[\s'-]*", gap) or "'" in gap and after:
         return False
-    if b.norm in FUNCTION_WORDS or (not after and b.norm in _NAME_LEADS):
+    if b.norm in FUNCTION_WORDS or (not after and b.norm in NAME_TITLES):
         return False
     return b.text[0].isupper() or (after and b.text[0].isdigit() and gap.strip() == "")
 
 
 def find_mentions(resp: Response, words: tuple[str, ...]) -> list[Mention]:
-    """Where the words occur as a whole name (not inside a longer one)."""
+    """Where the words occur as a whole name (not inside a longer one), plurals aside."""
     toks, n, out = resp.toks, len(words), []
     for i in range(len(toks) - n + 1):
-        if tuple(t.norm for t in toks[i : i + n]) != words:
+        if not same_words(tuple(t.norm for t in toks[i : i + n]), words):
             continue
         if i > 0 and _extends(toks[i], toks[i - 1], resp.text, after=False):
             continue
@@ -232,7 +220,7 @@ _ROLE = re.compile(
 def _alternative(word: str, words: tuple[str, ...]) -> bool:
     """Whether ``word`` across an "or" is another candidate, not an alias of the gold."""
     if word.isupper() and len(word) > 1:
-        return False  # "Kentucky Fried Chicken or KFC": an acronym restates the answer
+        return False  # "Grand Union Bakery or GUB": an acronym restates the answer
     low = word.casefold()
     if low == "either":
         return False
@@ -242,7 +230,7 @@ def _alternative(word: str, words: tuple[str, ...]) -> bool:
 def negated(resp: Response, start: int, end: int) -> bool:
     """Whether the words around a span reject it.
 
-    "not 282 years", "1961 isn't right", "2011 is a common guess, but ...", "Some say 1961,
+    "not 317 years", "1874 isn't right", "2011 is a common guess, but ...", "Some say 1874,
     but in fact ...": negated, called wrong or a guess, or corrected after "but".
     """
     s_start, s_end = resp.sentences[resp.sentence_of(start)]
@@ -258,7 +246,7 @@ def negated(resp: Response, start: int, end: int) -> bool:
 def position(resp: Response, m: Mention, words: tuple[str, ...], question: str) -> str:
     """How a mention of the gold stands: asserted, rejected, alternative, listed or neutral."""
     if m.end_sent != m.sent:
-        return "neutral"  # a gold of two sentences ("Bana Kingdom. 10 Kings.") met in one piece
+        return "neutral"  # a gold of two sentences ("Oro Valley. 12 towns.") met in one piece
     s_start, s_end = resp.sentences[m.sent]
     before, after = resp.text[s_start : m.start], resp.text[m.end : s_end]
     if negated(resp, m.start, m.end):
@@ -315,7 +303,6 @@ def stated(resp: Response, start: int, end: int, question: str) -> bool:
     return False
 
 
-_ARTICLES = word_set("a an the")
 _PRONOUN_SUBJECT = word_set(
     "it this that which he she they who what answer correct final one i we think believe "
     "guess say would"
@@ -325,7 +312,7 @@ _PRONOUN_SUBJECT = word_set(
 def _subject_asked(clause: str, question: str) -> bool:
     """Whether the words before "is/was" are a pronoun or share a word with the question."""
     clause = re.split(r"[,;:(]|\b(?:so|thus|therefore|hence|and|but)\b", clause, flags=re.I)[-1]
-    words = set(re.findall(r"[a-z]+", clause.casefold())) - FUNCTION_WORDS - _ARTICLES
+    words = set(re.findall(r"[a-z]+", clause.casefold())) - FUNCTION_WORDS - ARTICLES
     if not words - _PRONOUN_SUBJECT:
         return True
     return _shares_word(" ".join(words), question)
@@ -335,7 +322,7 @@ def _shares_word(text: str, question: str) -> bool:
     """Whether a content word of ``text`` is in the question (first five letters compared)."""
 
     def stems(t: str) -> set[str]:
-        return {w[:5] for w in re.findall(r"[a-z]+", t.casefold())} - FUNCTION_WORDS - _ARTICLES
+        return {w[:5] for w in re.findall(r"[a-z]+", t.casefold())} - FUNCTION_WORDS - ARTICLES
 
     return bool(stems(text) & stems(question))
 
@@ -393,7 +380,7 @@ def refusal(resp: Response) -> str | None:
     """The phrase by which the response declines to answer ("I cannot determine"), or None.
 
     None too when it goes on to guess ("I can't be sure, but it is X"; "I can't say for
-    certain. It is KFC."): the guess is an answer, maybe a paraphrase of the gold.
+    certain. It is GUB."): the guess is an answer, maybe a paraphrase of the gold.
     """
     text = resp.unquoted
     refused = _REFUSAL.search(text) or (NEGATION.search(text) and _ENOUGH_TO_SAY.search(text))
@@ -418,7 +405,7 @@ def hedge(resp: Response, question: str) -> str | None:
     """Why the response offers two or more candidates without committing, or None.
 
     "either A or B", two or more of "possibly"/"maybe"/"could be", "depending on ... A or B",
-    "could be A or B", and two values joined by "or" ("7 or 8 years", "1946 or 1947").
+    "could be A or B", and two values joined by "or" ("7 or 8 years", "1881 or 1882").
     """
     text = resp.unquoted
     if (m := _EITHER.search(text)) and not re.search(r"\beither\b", question, re.I):

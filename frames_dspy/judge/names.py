@@ -2,49 +2,44 @@
 
 The FRAMES paper's judge asks whether the meaning and vital facts of the gold answer are in a
 response. When the gold answer names someone or something (a person, place, work, team), a
-response that carries no form of that name at all has named something else: "Pizza Hut" for
-"Kentucky Fried Chicken", "Tatiana Gutsu" for "Svetlana Boginskaya". A small LM judge says
+response that carries no form of that name at all has named something else: "Taco Barn" for
+"Grand Union Bakery", "Ilse Brandt" for "Irena Novikova". A small LM judge says
 TRUE to such answers (measured on judge_dev: the embedded 0.5B judge accepted 11 of 11 wrong
 entities), so :func:`names_another` checks it without one.
 
 It replaces the overlap guard of earlier versions, which kept a judge's TRUE only when half the
-gold's content words were in the response and so rejected "KFC", "Richard Bedford Bennett" for
-"R. B. Bennett" and "Pope Silvester I" for "St. Sylvester I". Here a single name word of the
+gold's content words were in the response and so rejected "GUB", "John Henry Dalton" for
+"J. H. Dalton" and "Pope Aldric II" for "St. Aldric II". Here a single name word of the
 gold in any of these forms is enough:
 
-- the same word ("Yzerman" for "Steve Yzerman", "Bulls" for "The Chicago Bulls");
-- another spelling or inflection: one starts with the other (``Violante``/``Violant``), or
-  they begin alike and are one edit apart (two for long words: ``Boguinskaya``/``Boginskaya``;
-  but ``Walls`` is not ``Valls``);
-- initials: "KFC" for "Kentucky Fried Chicken" ("USA", which begins with them, for "United
+- the same word ("Okafor" for "Grace Okafor", "Herons" for "The Dayton Herons");
+- another spelling or inflection: one starts with the other (``Marlowe``/``Marlow``), or
+  they begin alike and are one edit apart (two for long words: ``Dostoyevsky``/``Dostoevsky``;
+  but ``Hart`` is not ``Bart``);
+- initials: "GUB" for "Grand Union Bakery" ("USA", which begins with them, for "United
   States"), and "NASA" in a gold for its words spelled out.
 
 Only the gold's name words count: words the question already contains are left out (a
 response may repeat the question), and so are function words; a gold with no name word left
 (a number, a date, lower-case words) is not checked, nor is a response that shares a number
-with the gold (a sentence gold "Shreve was 52 and Lamb 46" is answered by "52 and 46").
+with the gold (a sentence gold "Ames was 61 and Bell 47" is answered by "61 and 47").
 """
 
 from __future__ import annotations
 
 import re
 from collections.abc import Iterable
+from decimal import Decimal
 
-from frames_dspy.judge.answer_forms import fold
-from frames_dspy.judge.gold_forms import analyse_gold, word_set
+from frames_dspy.judge.answer_forms import fold, parse_quantities
+from frames_dspy.judge.gold_forms import analyse_gold
+from frames_dspy.judge.words import FUNCTION_WORDS, NAME_TITLES, PLACE_NOUNS
 
 __all__ = ["gold_name_words", "names_another", "same_name_word"]
 
 _WORD = re.compile(r"[A-Za-z][A-Za-z'’]*|\d+(?:[.,]\d+)*")
 # Words that start a sentence or title a name without being the name.
-_NOT_NAMES = word_set(
-    "a an the this that these those it its he she they his her their there here is was are "
-    "were be been of in on at to for by with from as and or but not no yes which who whom whose "
-    "what when where why how than then also only both all any some each other into about after "
-    "before over under during between mr mrs ms dr st saint sir lord lady king queen prince "
-    "princess pope president emperor general captain mount lake river city county state "
-    "university college school church team club"
-)
+_NOT_NAMES = FUNCTION_WORDS | NAME_TITLES | PLACE_NOUNS
 _KINDS_WITHOUT_NAMES = ("yes_no", "date", "quantity")
 _CONNECTORS = frozenset({"of", "and", "the", "for", "&"})
 
@@ -87,7 +82,7 @@ def same_name_word(gold_word: str, word: str) -> bool:
 
 
 def _initials(words: Iterable[str]) -> set[str]:
-    """Initials of each run of two or more capitalised words ("Kentucky Fried Chicken": kfc)."""
+    """Initials of each run of two or more capitalised words ("Grand Union Bakery": gub)."""
     out, run = set(), []
     for word in [*words, ""]:
         if word.casefold() in _CONNECTORS:
@@ -105,11 +100,15 @@ def gold_name_words(gold: str, question: str = "") -> list[str]:
     """The gold answer's name words (normalised) that its question does not contain.
 
     Empty when the gold is a yes/no, a date or a quantity, or has no capitalised word of its
-    own (nothing to check).
+    own (nothing to check), and when it is an explanation of two or more sentences (its
+    capitalised words may only lead up to the answer). Of a name with a place after it
+    ("Foo, Ohio"), only the name's own words count: another town in Ohio is another answer.
     """
     form = analyse_gold(gold, question)
-    if form.kind in _KINDS_WITHOUT_NAMES:
+    if form.kind in _KINDS_WITHOUT_NAMES or _explanation(gold):
         return []
+    if form.kind == "name" and form.parts[0].qualifiers:
+        gold = form.parts[0].text
     asked = {_norm(w) for w in _words(question)}
     names = []
     for word in _words(gold):
@@ -122,23 +121,32 @@ def gold_name_words(gold: str, question: str = "") -> list[str]:
     return names
 
 
+def _explanation(gold: str) -> bool:
+    """A gold of two or more sentences ("Both visits were in May. So three times.")."""
+    return len(re.findall(r"\w\w[.!?]\s+[A-Z]", fold(gold).strip())) >= 1
+
+
+def _numbers(text: str) -> set[Decimal]:
+    """The values of the numbers in ``text``, in digits or words ("three" is 3)."""
+    return {q.value for q in parse_quantities(text) if not q.weak}
+
+
 def names_another(question: str, gold: str, response: str) -> str | None:
     """The gold's name words when the response carries none of them in any form, else None.
 
     None also when there is nothing to check (see :func:`gold_name_words`) or the response
-    shares a number with the gold.
+    shares a number with the gold (in digits or words).
     """
     names = gold_name_words(gold, question)
     if not names:
         return None
     said = _words(response)
-    numbers = {w.replace(",", "") for w in _words(gold) if w[0].isdigit()}
-    if numbers & {w.replace(",", "") for w in said if w[0].isdigit()}:
+    if _numbers(gold) & _numbers(response):
         return None
     said_norm = {_norm(w) for w in said if not w[0].isdigit()}
     if any(same_name_word(name, word) for name in names for word in said_norm):
         return None
-    # Initials either way: "KFC" for Kentucky Fried Chicken, "National Aeronautics and Space
+    # Initials either way: "GUB" for Grand Union Bakery, "National Aeronautics and Space
     # Administration" for NASA.
     gold_initials = _initials(_words(gold))
     if gold_initials & said_norm or _initials(said) & set(names):

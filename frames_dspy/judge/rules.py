@@ -2,8 +2,8 @@
 
 Every accuracy this project prints rests on the autorater. These rules decide the items whose
 verdict does not need judgement: the same answer in another form (``"twenty-one"`` for 21,
-``"5:31"`` for 5 minutes 31 seconds, ``"25 August 1972"`` for August 25th, 1972, ``"Mesut
-Ozil"`` for "This was Mesut Ozil."), and the plain failures (an empty response, a refusal, a
+``"5:31"`` for 5 minutes 31 seconds, ``"3 March 1958"`` for March 3rd, 1958, ``"Lena
+Marsh"`` for "This was Lena Marsh."), and the plain failures (an empty response, a refusal, a
 hedge between candidates, a different number, the right digits in the wrong unit, a year for a
 full date, the gold answer named only to be rejected). Everything else returns None and goes to
 the LM judge. Precision matters more than coverage: a wrong rule verdict is never checked again,
@@ -17,48 +17,42 @@ items.
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
+from collections.abc import Callable
 from dataclasses import dataclass
-from decimal import Decimal
 
 from frames_dspy.judge.answer_forms import (
-    DateMention,
-    Quantity,
     compare_quantities,
     fold,
     parse_dates,
 )
-from frames_dspy.judge.answer_forms import parse_quantities as _quantities
-from frames_dspy.judge.gold_forms import GoldForm, Part, analyse_gold, norm_tokens, tokens, word_set
+from frames_dspy.judge.gold_forms import (
+    GoldForm,
+    Part,
+    analyse_gold,
+    norm_tokens,
+    same_words,
+    tokens,
+)
 from frames_dspy.judge.mentions import (
     CONTRAST,
     FUNCTION_WORDS,
     HEDGE_WORDS,
-    NEGATION,
     Mention,
     Response,
     find_mentions,
     hedge,
     listed,
-    negated,
     position,
     refusal,
     stated,
 )
-from frames_dspy.judge.names import names_another
+from frames_dspy.judge.names import names_another, same_name_word
+from frames_dspy.judge.number_rules import candidates, decide_date, decide_quantity
 from frames_dspy.judge.place_names import is_place_name
-from frames_dspy.judge.units import UNIT_WORDS
+from frames_dspy.judge.verdict import RuleVerdict
+from frames_dspy.judge.words import NAME_TITLES
 
-__all__ = ["RuleVerdict", "RULES", "decide"]
-
-
-@dataclass(frozen=True)
-class RuleVerdict:
-    """A rule's verdict: whether the response is correct, which rule decided, and why."""
-
-    correct: bool
-    rule: str
-    reason: str
+__all__ = ["Case", "PIPELINE", "RULES", "Rule", "RuleVerdict", "decide"]
 
 
 #: Rule name -> what it decides (for docs and tables).
@@ -78,6 +72,7 @@ RULES: dict[str, str] = {
     "year_for_full_date": "FALSE: a full-date gold answered with a year or month only",
     "partial": "FALSE: the response names some parts of a multi-part gold and nothing else",
     "opposite_yes_no": "FALSE: a yes/no gold answered with the opposite word",
+    "other_option": 'FALSE: a multiple-choice gold ("A) ...") answered with another option',
     "no_quantity": "FALSE: a count or measure answered with no number, or with years only",
     "different_name": "FALSE: the gold names someone or something and the response carries no "
     "form of that name (no word of it, another spelling, nor its initials)",
@@ -96,6 +91,23 @@ def _hedge(form: GoldForm, resp: Response, question: str) -> RuleVerdict | None:
     if form.has_or or (why := hedge(resp, question)) is None:
         return None  # a gold that itself reads "A or B" makes "or" no sign of a hedge
     return RuleVerdict(False, "hedge", f"the response does not commit: {why}")
+
+
+_OPTION = r"\(?([A-Ha-h])[).:](?=[\s:,]|$)"
+_GOLD_OPTION = re.compile(rf"^\s*{_OPTION}")
+_RESPONSE_OPTION = re.compile(
+    rf"^\W*(?:(?:the\s+)?(?:correct\s+|final\s+)?(?:answer|option)(?:\s+is)?\s*:?\s*)?{_OPTION}",
+    re.IGNORECASE,
+)
+
+
+def _other_option(gold: str, resp: Response) -> RuleVerdict | None:
+    """A gold that is a lettered option ("A) ...") answered by opening with another letter."""
+    g, r = _GOLD_OPTION.match(fold(gold)), _RESPONSE_OPTION.match(resp.text)
+    if not g or not r or g.group(1).casefold() == r.group(1).casefold():
+        return None
+    why = f"the gold is option {g.group(1)}; the response chooses {r.group(1)}"
+    return RuleVerdict(False, "other_option", why)
 
 
 # --- per kind of gold ------------------------------------------------------------------------
@@ -127,7 +139,10 @@ def _items(text: str) -> list[tuple[str, ...]] | None:
 
 
 def _matches_part(words: tuple[str, ...], part: Part) -> bool:
-    return words == part.main or any(words == part.main + q for q in part.qualifiers)
+    """The words name the part, with or without a qualifier, up to plural endings."""
+    return same_words(words, part.main) or any(
+        same_words(words, part.main + q) for q in part.qualifiers
+    )
 
 
 def _decide_list(form: GoldForm, resp: Response, question: str) -> RuleVerdict | None:
@@ -150,7 +165,7 @@ def _decide_list(form: GoldForm, resp: Response, question: str) -> RuleVerdict |
         why = "the response names every part of the gold as one list"
         return RuleVerdict(True, "stated_answer", why)
     # Partial only when the list is closed ("... founded by Steve Jobs and Steve Wozniak.", not
-    # "Miley Cyrus and her father") and no word of a missing part appears anywhere.
+    # "Ada Lind and her father") and no word of a missing part appears anywhere.
     s_end = resp.sentences[spots[0].sent][1]
     if not re.match(r"^[\s\"')]*(?:[.!;]|$)", resp.text[spots[-1].end : s_end]):
         return None
@@ -210,11 +225,60 @@ def _number_changed(words: tuple[str, ...], gold: tuple[str, ...]) -> bool:
     return all(a is not None and b is not None and a != b for a, b in values)
 
 
+def _name_forms(core: tuple[str, ...], part: Part, question: str) -> RuleVerdict | None:
+    """A response that is only a name, read against the gold's name word by word.
+
+    TRUE when every word is the gold's in another spelling ("Dostoyevsky" for "Dostoevsky"),
+    or when it is the last word of a two- or three-word name and the question asks who (a
+    surname for a full name). FALSE (``different_name``) when it is as long as the gold's name,
+    keeps some of its words and swaps others ("Ada Quill Brand" for "Ada Maria Brand"): each
+    swapped word is five letters or more (not a nickname), begins with another letter, and is
+    no title ("Pope" for "St.") and no number (their own rule).
+    """
+    gold = part.main
+    if not core or len(core) > 6 or any(w in FUNCTION_WORDS for w in core if w not in gold):
+        return None
+    if len(core) == len(gold):
+        pairs = [(a, b) for a, b in zip(core, gold, strict=True) if a != b]
+        if pairs and all(same_name_word(b, a) for a, b in pairs):
+            why = f"the response is {part.text!r} in another spelling"
+            return RuleVerdict(True, "stated_answer", why)
+        if (
+            pairs
+            and len(pairs) < len(gold)
+            and all(
+                min(len(a), len(b)) >= 5
+                and a[0] != b[0]
+                and not (a in NAME_TITLES or b in NAME_TITLES)
+                and _numeral(a) is None
+                and _numeral(b) is None
+                for a, b in pairs
+            )
+        ):
+            said = " ".join(a for a, _ in pairs)
+            why = f"the response puts {said!r} in place of part of {part.text!r}"
+            return RuleVerdict(False, "different_name", why)
+    asks_who = re.search(r"\b(?:who|whom|whose)\b", question, re.IGNORECASE)
+    if (
+        asks_who
+        and len(core) == 1
+        and 2 <= len(gold) <= 3
+        and len(core[0]) >= 4
+        and core[0] == gold[-1]
+    ):
+        return RuleVerdict(
+            True, "stated_answer", f"the response gives the surname of {part.text!r}"
+        )
+    return None
+
+
 def _decide_name(form: GoldForm, resp: Response, question: str) -> RuleVerdict | None:
     part = form.parts[0]
     core = norm_tokens(_strip_frame(resp.text))
     if _matches_part(core, part):
         return RuleVerdict(True, "stated_answer", f"the response is the gold's core {part.text!r}")
+    if verdict := _name_forms(core, part, question):
+        return verdict
     mentions = find_mentions(resp, part.main)
     if not mentions:
         if _number_changed(core, part.main):
@@ -263,235 +327,12 @@ def _decide_yes_no(form: GoldForm, resp: Response, question: str) -> RuleVerdict
     return None
 
 
-def _candidates(form: GoldForm, resp: Response, question: str) -> list[Quantity]:
-    """The response's numbers that could be its answer to a numeric gold.
-
-    Left out: a lone "one", numbers in quotes (titles), numbers the question already gives,
-    years for a non-year gold and plain numbers for a year gold, ordinals for a cardinal gold,
-    and numbers in names ("Apollo 11", "No. 2") unless they equal the gold.
-    """
-    gold = form.quantity
-    asked = {q.value for q in _quantities(question)} | {d.year for d in parse_dates(question)}
-    found = list(resp.quantities)
-    if form.is_year:
-        found += [
-            Quantity(d.start, d.end, value=Decimal(d.year), year_like=True)
-            for d in parse_dates(resp.text)
-            if d.year
-        ]
-    out = []
-    for q in sorted(found, key=lambda q: q.start):
-        equal = q.value == gold.value
-        if q.weak or resp.in_quotes(q.start) or (q.clock and gold.dimension != "duration"):
-            continue
-        if not equal and (
-            q.value in asked
-            or q.year_like != form.is_year
-            or (q.ordinal and not gold.ordinal)
-            or _in_name(resp, q)
-        ):
-            continue
-        if form.is_year and not q.year_like:
-            continue
-        out.append(q)
-    return out
-
-
-def _in_name(resp: Response, q: Quantity) -> bool:
-    """A number that is part of a name: "Apollo 11", "Boeing 777", "No. 2", "Season 3"."""
-    before = resp.text[max(0, q.start - 30) : q.start]
-    if re.search(r"\b(?:No|Nos|#)\.?\s*$", before):
-        return True
-    m = re.search(r"([A-Za-z][\w'-]*)\s+$", before)
-    if not m or not m.group(1)[0].isupper() or m.group(1).casefold() in FUNCTION_WORDS:
-        return False
-    sentence_start = resp.sentences[resp.sentence_of(q.start)][0]
-    return m.start(1) > sentence_start and m.group(1).casefold() not in _NOT_NAMES
-
-
-# Words before a number that do not make it part of a name ("May 1946", "About 12").
-_NOT_NAMES = word_set(
-    "january february march april may june july august september october november december "
-    "jan feb mar apr jun jul aug sep sept oct nov dec about around approximately over under "
-    "nearly almost roughly"
-)
-_VAGUE = re.compile(
-    r"\b(?:half|quarter|couple|pair|several|few|both|dozens|scores|none|nobody|no one|nothing|"
-    r"single|lone|sole|zero)\b|\b[IVXLCDM]{2,}\b|\d+\s*/\s*\d+",
-)
-_CONCLUSION = re.compile(
-    r"=|\b(?:so|therefore|thus|hence|gives?|giving|making|total|answer|result|comes to|"
-    r"which is|equals?|difference)\b",
-    re.IGNORECASE,
-)
-
-
-def _plain(resp: Response, start: int, end: int) -> bool:
-    """A number or date stated plainly as the answer.
-
-    Its sentence has no negation, hedge or contrast ("than" aside) and is no question; it is not
-    in a range ("between"), not listed beside a name and not taken back by a later sentence
-    ("However, ...", "I'm not sure which.").
-    """
-    i = resp.sentence_of(start)
-    sentence = resp.sentence(i)
-    s_start, s_end = resp.sentences[i]
-    before, after = resp.text[s_start:start], resp.text[end:s_end]
-    contrast = [w for w in CONTRAST.findall(sentence) if w.casefold() != "than"]
-    return not (
-        contrast
-        or negated(resp, start, end)
-        or NEGATION.search(sentence)
-        or HEDGE_WORDS.search(sentence)
-        or sentence.rstrip().endswith("?")
-        or re.search(r"\bbetween\b", before, re.IGNORECASE)  # a range or a choice
-        or listed(before, after, resp.text[start:end])  # "Laraine Newman and 83"
-        or re.search(r"\b(?:and|&)\s*$", before)  # "1858 and 109 times"
-        or re.match(r"^\s*(?:and|&)\s+\S", after)
-        or resp.retracted_after(i)
-    )
-
-
-_CLAUSE_TEXT = r"(?:[^.;!?]|\.(?=\d))"  # up to the end of the clause; "0.49" is one number
-_ANSWER_STATEMENT = re.compile(
-    r"(?:^\W*(?:it is|it's|it was)|\b(?:the )?(?:correct |final |real |right )?answer(?: is|:)|"
-    rf"\bi would (?:pick|choose|say))\s+({_CLAUSE_TEXT}+)"
-    rf"|({_CLAUSE_TEXT}+?)\s+is the (?:correct |final |right )?answer\b",
-    re.IGNORECASE,
-)
-
-
-def _answers_elsewhere(resp: Response, found: Sequence[Quantity | DateMention]) -> bool:
-    """The response names its answer explicitly, and none of ``found`` is in it.
-
-    "Laraine Newman is the answer; 83 was the runner-up" gives 83, but not as its answer.
-    """
-    spans = [m.span(1) if m.group(1) else m.span(2) for m in _ANSWER_STATEMENT.finditer(resp.text)]
-    inside = any(s <= f.start and f.end <= e for f in found for s, e in spans)
-    return bool(spans) and not inside
-
-
-_ASKED_UNIT = {
-    "calendar": r"\b(?:years?|months?|decades?|centur\w+|old|age)\b",
-    "duration": r"\b(?:days?|hours?|minutes?|seconds?|weeks?|long)\b",
-    "percent": r"\b(?:percent\w*|%)",
-}
-
-
-def _unit_asked(q: Quantity, question: str) -> bool:
-    """Whether the question asks for the kind of quantity the response's unit measures."""
-    dimension = q.dimension
-    if dimension.startswith("money"):
-        pattern = r"\b(?:much|cost|price|worth|gross\w*|earn\w*|revenue|paid|sold|dollars?)\b"
-    else:
-        pattern = _ASKED_UNIT.get(dimension)
-    if pattern is None:  # lengths, masses...: the unit itself must be named
-        spellings = [w for w, u in UNIT_WORDS.items() if u == q.unit and len(w) > 2]
-        pattern = r"\b(?:" + "|".join(map(re.escape, spellings or [q.unit])) + r")\b"
-    return bool(re.search(pattern, question, re.IGNORECASE))
-
-
-def _no_quantity(form: GoldForm, resp: Response) -> RuleVerdict | None:
-    """A count or measure (not a year) answered with no number at all, or with years only."""
-    if form.is_year or _VAGUE.search(resp.unquoted) or _VAGUE.search(resp.unquoted.casefold()):
-        return None  # "Both", "None", "half": a count in words the parser does not read
-    if any(compare_quantities(form.quantity, q) in ("same", "close") for q in resp.quantities):
-        return None
-    if any(not q.year_like for q in resp.quantities):
-        return None  # a number the candidates left out (in a name, from the question): unsure
-    return RuleVerdict(False, "no_quantity", "the response gives no number that could be it")
-
-
-def _decide_quantity(form: GoldForm, resp: Response, question: str) -> RuleVerdict | None:
-    gold = form.quantity
-    found = _candidates(form, resp, question)
-    if not found:
-        return _no_quantity(form, resp)
-    if any(q.bound for q in found):
-        return None
-    relation = [(q, compare_quantities(gold, q)) for q in found]
-    same = [q for q, r in relation if r == "same"]
-    written = resp.text[found[-1].start : found[-1].end]
-    # "Not 282 years: ... 272 years old": the gold's number only ever negated.
-    rejected = [q for q in same if negated(resp, q.start, q.end)]
-    others_plain = not any(negated(resp, q.start, q.end) for q, r in relation if r != "same")
-    if same and rejected == same and others_plain:
-        said = resp.text[same[0].start : same[0].end]
-        return RuleVerdict(False, "rejected_option", f"the response rejects {said!r}")
-    if same:
-        if not all(_plain(resp, q.start, q.end) for q in same) or _answers_elsewhere(resp, same):
-            return None
-        if any(q.unit and not gold.unit and not _unit_asked(q, question) for q in same):
-            return None  # "7 years" for a bare 7: right only if the question asks in years
-        if gold.value in {q.value for q in _quantities(question)} and len(resp.toks) > 6:
-            return None  # the response may only repeat the question's number
-        others = [q for q, r in relation if r != "same"]
-        last = found[-1]
-        sentence = resp.sentence(resp.sentence_of(last.start))
-        if not others or (last in same and _CONCLUSION.search(sentence)):
-            return RuleVerdict(True, "same_quantity", f"the response commits to {written!r}")
-        return None
-    kinds = {r for _, r in relation}
-    if _VAGUE.search(resp.unquoted) or kinds - {"different", "unit_or_scale"}:
-        return None
-    if any(NEGATION.search(resp.sentence(resp.sentence_of(q.start))) for q in found):
-        return None
-    if kinds == {"unit_or_scale"}:
-        why = f"the response gives {written!r}: the gold's digits with another unit or scale"
-        return RuleVerdict(False, "unit_or_scale_mismatch", why)
-    if kinds == {"different"}:
-        return RuleVerdict(False, "different_number", f"the response commits to {written!r}")
-    return None
-
-
-def _decide_date(form: GoldForm, resp: Response, question: str) -> RuleVerdict | None:
-    gold = form.date
-    asked = {(d.year, d.month, d.day) for d in parse_dates(question)}
-    dates = [
-        d
-        for d in parse_dates(resp.text)
-        if (d.year, d.month, d.day) not in asked and not resp.in_quotes(d.start)
-    ]
-    parsed = [(d.start, d.end) for d in parse_dates(resp.text)]
-    for m in re.finditer(r"\b\d{1,2}[/.-]\d{1,2}[/.-]\d{2,4}\b", resp.text):
-        if not any(s <= m.start() < e for s, e in parsed):
-            return None  # 05/02/2011 (day or month first?), 25.08.1972: not read, so not sure
-    full = [d for d in dates if d.day]
-    same = [d for d in full if (d.month, d.day) == (gold.month, gold.day)]
-    if any(gold.year and d.year is None for d in same):
-        return None  # "August 25" for "August 25, 1972": the year is left out
-    same = [d for d in same if gold.year is None or d.year == gold.year]
-    other = [d for d in full if d not in same]
-    sentences = {resp.sentence_of(d.start) for d in full}
-    if any(NEGATION.search(resp.sentence(i)) for i in sentences):
-        return None
-    written = resp.text[full[0].start : full[0].end] if full else ""
-    if same and not other:
-        if not all(_plain(resp, d.start, d.end) for d in same) or _answers_elsewhere(resp, same):
-            return None
-        return RuleVerdict(True, "same_date", f"the response commits to {written!r}")
-    if any(negated(resp, d.start, d.end) for d in other):
-        return None
-    if other and not same:
-        return RuleVerdict(False, "different_date", f"the response commits to {written!r}")
-    if full or not gold.day:
-        return None
-    years = [q for q in resp.quantities if q.year_like and q.value not in {y for y, _, _ in asked}]
-    days = [q for q in resp.quantities if q.value == gold.day]
-    partial = [d for d in dates if d.month and not d.day]
-    if (partial or years) and not days:
-        said = resp.text[(partial or years)[0].start : (partial or years)[0].end]
-        why = f"the gold is a full date; the response gives only {said!r}"
-        return RuleVerdict(False, "year_for_full_date", why)
-    return None
-
-
 def _present(form: GoldForm, resp: Response, question: str) -> bool:
     """Whether the response names the gold answer anywhere (a refusal then is no refusal)."""
     if form.kind in ("name", "list"):
         return any(find_mentions(resp, p.main) for p in form.parts)
     if form.kind == "quantity":
-        found = _candidates(form, resp, question)
+        found = candidates(form, resp, question)
         return any(compare_quantities(form.quantity, q) in ("same", "close") for q in found)
     if form.kind == "date":
         return any(
@@ -509,17 +350,155 @@ def _present(form: GoldForm, resp: Response, question: str) -> bool:
     return False
 
 
-_DECIDERS = {
-    "list": _decide_list,
-    "name": _decide_name,
-    "yes_no": _decide_yes_no,
-    "quantity": _decide_quantity,
-    "date": _decide_date,
-}
+@dataclass(frozen=True)
+class Case:
+    """One item as the rules read it: the folded question, the gold verbatim and as a
+    :class:`~frames_dspy.judge.gold_forms.GoldForm`, and the response."""
+
+    question: str
+    gold: str
+    form: GoldForm
+    resp: Response
+
+
+@dataclass(frozen=True)
+class Rule:
+    """One step of the pipeline: its name, what it decides, when it applies, and the check.
+
+    Attributes:
+        name: The step's name (the verdict's ``rule`` is one of ``verdicts``).
+        decides: What it decides, in one line (for docs and tables).
+        verdicts: The rule names its verdicts carry (see :data:`RULES`).
+        guard: Whether the step applies to a case at all; None: always.
+        check: The verdict, or None to leave the case to the next step.
+    """
+
+    name: str
+    decides: str
+    verdicts: tuple[str, ...]
+    check: Callable[[Case], RuleVerdict | None]
+    guard: Callable[[Case], bool] | None = None
+
+    def __call__(self, case: Case) -> RuleVerdict | None:
+        if self.guard is not None and not self.guard(case):
+            return None
+        return self.check(case)
+
+
+def _exact(case: Case) -> RuleVerdict | None:
+    resp, form = case.resp, case.form
+    if norm_tokens(resp.text) == norm_tokens(case.gold) or norm_tokens(
+        _strip_frame(resp.text)
+    ) == norm_tokens(_strip_frame(form.text)):
+        return RuleVerdict(True, "exact", "the response is the gold answer after normalisation")
+    return None
+
+
+def _number_in_name(case: Case) -> RuleVerdict | None:
+    main = norm_tokens(re.sub(r"\([^)]*\)", " ", _strip_frame(case.form.text)))
+    if _number_changed(norm_tokens(_strip_frame(case.resp.text)), main):
+        why = "the response is the gold with another number"
+        return RuleVerdict(False, "different_number", why)
+    return None
+
+
+def _different_name(case: Case) -> RuleVerdict | None:
+    if names := names_another(case.question, case.gold, case.resp.raw):
+        return RuleVerdict(False, "different_name", f"the response names no form of {names!r}")
+    return None
+
+
+def _of_kind(*kinds: str) -> Callable[[Case], bool]:
+    return lambda case: case.form.kind in kinds
+
+
+def _by_form(decider: Callable[[GoldForm, Response, str], RuleVerdict | None]):
+    return lambda case: decider(case.form, case.resp, case.question)
+
+
+#: The rules in the order they are tried; the first verdict wins.
+PIPELINE: tuple[Rule, ...] = (
+    Rule(
+        "refusal",
+        "the response declines and names no form of the gold",
+        ("refusal",),
+        lambda c: _refusal(c.resp, _present(c.form, c.resp, c.question)),
+    ),
+    Rule(
+        "other_option",
+        "a lettered-option gold answered with another letter",
+        ("other_option",),
+        lambda c: _other_option(c.gold, c.resp),
+    ),
+    Rule("exact", "the gold (or its core) after normalisation", ("exact",), _exact),
+    Rule(
+        "hedge",
+        "two or more candidates, no commitment (not when the gold itself says 'or')",
+        ("hedge",),
+        lambda c: _hedge(c.form, c.resp, c.question),
+        guard=lambda c: not c.form.has_or,
+    ),
+    Rule(
+        "number_in_name",
+        "the gold's name with another number in it",
+        ("different_number",),
+        _number_in_name,
+        guard=lambda c: c.form.kind not in ("quantity", "date"),  # their own rules decide
+    ),
+    Rule(
+        "list",
+        "every part of a list gold, or only some of them",
+        ("stated_answer", "partial"),
+        _by_form(_decide_list),
+        guard=_of_kind("list"),
+    ),
+    Rule(
+        "name",
+        "a name gold stated, spelled otherwise, swapped, rejected or offered as one option",
+        ("stated_answer", "different_name", "different_number", "rejected_option", "hedge"),
+        _by_form(_decide_name),
+        guard=_of_kind("name"),
+    ),
+    Rule(
+        "yes_no",
+        "a yes/no gold answered alike or with the opposite word",
+        ("stated_answer", "opposite_yes_no"),
+        _by_form(_decide_yes_no),
+        guard=_of_kind("yes_no"),
+    ),
+    Rule(
+        "quantity",
+        "a number gold: the same value, another one, another unit or scale, or none",
+        (
+            "same_quantity",
+            "different_number",
+            "unit_or_scale_mismatch",
+            "rejected_option",
+            "no_quantity",
+        ),
+        _by_form(decide_quantity),
+        guard=_of_kind("quantity"),
+    ),  # fmt: skip
+    Rule(
+        "date",
+        "a date gold: the same date, another one, or a year or month only",
+        ("same_date", "different_date", "year_for_full_date"),
+        _by_form(decide_date),
+        guard=_of_kind("date"),
+    ),
+    Rule(
+        "different_name",
+        "the gold names someone or something the response has no form of",
+        ("different_name",),
+        _different_name,
+    ),
+)
 
 
 def decide(question: str, gold: str, response: str) -> RuleVerdict | None:
     """Decide whether ``response`` carries ``gold``, or None when no rule is sure.
+
+    The response is read once; then each rule of :data:`PIPELINE` is tried in turn.
 
     Args:
         question: The FRAMES prompt (it tells a year from a count and which words of a gold
@@ -542,23 +521,8 @@ def decide(question: str, gold: str, response: str) -> RuleVerdict | None:
     if not re.search(r"\w", resp.text):
         return RuleVerdict(False, "empty", "the response is empty")
     question = fold(question or "")
-    form = analyse_gold(gold, question)
-    if verdict := _refusal(resp, _present(form, resp, question)):
-        return verdict
-    if norm_tokens(resp.text) == norm_tokens(gold) or norm_tokens(
-        _strip_frame(resp.text)
-    ) == norm_tokens(_strip_frame(form.text)):
-        return RuleVerdict(True, "exact", "the response is the gold answer after normalisation")
-    if verdict := _hedge(form, resp, question):
-        return verdict
-    main = norm_tokens(re.sub(r"\([^)]*\)", " ", _strip_frame(form.text)))
-    numeric = form.kind in ("quantity", "date")  # their own rules say which number differs
-    if not numeric and _number_changed(norm_tokens(_strip_frame(resp.text)), main):
-        return RuleVerdict(
-            False, "different_number", "the response is the gold with another number"
-        )
-    if (decider := _DECIDERS.get(form.kind)) and (verdict := decider(form, resp, question)):
-        return verdict
-    if names := names_another(question, gold, response):
-        return RuleVerdict(False, "different_name", f"the response names no form of {names!r}")
+    case = Case(question, gold, analyse_gold(gold, question), resp)
+    for rule in PIPELINE:
+        if verdict := rule(case):
+            return verdict
     return None

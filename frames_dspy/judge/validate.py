@@ -21,7 +21,14 @@ from tabulate import tabulate
 from frames_dspy.judge.autorater import Autorater, Judgement, is_rule_method
 from frames_dspy.judge.labels import LabelledItem
 
-__all__ = ["ItemResult", "ValidationReport", "cohen_kappa", "validate", "render"]
+__all__ = [
+    "ItemResult",
+    "ValidationReport",
+    "cohen_kappa",
+    "validate",
+    "render",
+    "render_side_by_side",
+]
 
 
 @dataclass(frozen=True)
@@ -62,6 +69,7 @@ class ValidationReport:
     results: list[ItemResult] = field(default_factory=list)
     judge: str = ""
     labels: str = ""
+    protocol: str = ""
 
     @property
     def n(self) -> int:
@@ -140,6 +148,7 @@ class ValidationReport:
         return {
             "labels": self.labels,
             "judge": self.judge,
+            "protocol": self.protocol,
             "n": self.n,
             "accuracy": self.accuracy,
             "kappa": self.kappa,
@@ -212,7 +221,7 @@ def render(report: ValidationReport, *, show: int | None = None) -> str:
     rules, lm = report.rules, report.lm
     lines = [
         f"labels: {report.labels}",
-        f"judge: {report.judge}",
+        f"judge: {report.judge}" + (f" (protocol {report.protocol})" if report.protocol else ""),
         "",
         f"items {report.n}: accuracy {report.accuracy:.3f}, Cohen's kappa {_num(report.kappa)}",
         f"rules decided {rules['verdicts']} ({rules['share']:.1%}), precision "
@@ -264,3 +273,46 @@ def render(report: ValidationReport, *, show: int | None = None) -> str:
             f"{_snippet(item.response)!r}"
         )
     return "\n".join(lines)
+
+
+def render_side_by_side(reports: dict[str, ValidationReport]) -> str:
+    """Several protocols' reports on the same items: overall figures, then agreement per kind."""
+    names = list(reports)
+    overall = [
+        [
+            name,
+            r.n,
+            f"{r.accuracy:.3f}",
+            _num(r.kappa),
+            f"{r.rules['verdicts']} ({_num(r.rules['precision'])})",
+            f"{r.lm['verdicts']} ({_num(r.lm['precision'])})",
+        ]
+        for name, r in reports.items()
+    ]
+    kinds = sorted({k for r in reports.values() for k in r.per_kind()})
+    per_kind = [
+        [kind]
+        + [
+            f"{row['agree']}/{row['n']}" if (row := r.per_kind().get(kind)) else "—"
+            for r in reports.values()
+        ]
+        for kind in kinds
+    ]
+    return "\n".join(
+        [
+            tabulate(
+                overall,
+                [
+                    "protocol",
+                    "items",
+                    "accuracy",
+                    "kappa",
+                    "by rules (precision)",
+                    "with the LM (precision)",
+                ],
+                "github",
+            ),  # fmt: skip
+            "",
+            tabulate(per_kind, ["kind (agree/items)", *names], "github"),
+        ]
+    )
