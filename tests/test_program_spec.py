@@ -342,3 +342,29 @@ def test_a_naive_file_relabelled_as_oracle_is_refused(tmp_path):
     path.write_text(json.dumps(state))
     with pytest.raises(ValueError, match="'answer' step has 2 fields but a oracle program's has 3"):
         check_program_file(path)
+
+
+def test_a_kinds_settings_are_its_constructors_keyword_arguments():
+    from frames_dspy.programs.modules import PROGRAM_CLASSES, _constructor_settings
+
+    class Probe:
+        def __init__(self, retriever, *, depth: int = 3, cot: bool = False):
+            pass
+
+    assert _constructor_settings(Probe) == {"depth": 3, "cot": False}
+    for kind, cls in PROGRAM_CLASSES.items():
+        assert kind_settings(kind) == _constructor_settings(cls)
+
+    class NoDefault:
+        def __init__(self, *, depth: int):
+            pass
+
+    with pytest.raises(TypeError, match="'depth' needs a default"):
+        _constructor_settings(NoDefault)
+
+
+def test_a_program_built_without_a_budget_says_how_to_get_one():
+    from frames_dspy.programs.modules import Oracle
+
+    with pytest.raises(ValueError, match="context_tokens is not set.*build_program"):
+        Oracle(store=object())

@@ -12,16 +12,17 @@ optimizers treat them alike:
 - ``packing``: how the articles were fitted into the answer prompt (tokens, how much was cut);
 - ``query_stats``: generated, repeated and dropped queries, and query-generation errors.
 
-Each class declares its ``KIND``, the spec settings it takes (``SETTINGS``, with defaults) and
-the parts it needs (``NEEDS``: a retriever, an article store); defining the class registers
-the kind, so :func:`build_program` builds any :class:`~frames_dspy.programs.spec.ProgramSpec`.
+Each class declares its ``KIND`` and the parts it needs (``NEEDS``: a retriever, an article
+store); its spec settings (``SETTINGS``) are its constructor's keyword arguments with their
+defaults, read from the signature. Defining the class registers the kind, so
+:func:`build_program` builds any :class:`~frames_dspy.programs.spec.ProgramSpec`.
 """
 
 from __future__ import annotations
 
 import contextlib
+import inspect
 import logging
-import re
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextvars import ContextVar
 from typing import Any
@@ -32,6 +33,7 @@ from dspy.utils.usage_tracker import track_usage
 
 from frames_dspy.corpus import Article, ArticleStore
 from frames_dspy.programs.packing import CHARS_PER_TOKEN, PackedContext, pack_articles
+from frames_dspy.programs.queries import capitalised_phrases, clean_queries
 from frames_dspy.programs.spec import ProgramSpec, register_kind
 from frames_dspy.signatures import (
     AnswerFromKnowledge,
@@ -89,62 +91,18 @@ def _note_answer_context(text: str) -> None:
 #: Program kind -> its module class (filled as the classes below are defined).
 PROGRAM_CLASSES: dict[str, type[_FramesProgram]] = {}
 
-_BULLET = re.compile(r"^\s*(?:[-*•]|\d+[.)]|query\s*\d*:)\s*", re.IGNORECASE)
 
-
-def _clean_one(query: object) -> str:
-    text = _BULLET.sub("", str(query)).strip().strip("\"'`").strip()
-    return " ".join(text.split())
-
-
-def clean_queries(
-    generated: Sequence[object] | str | None,
-    *,
-    limit: int,
-    taken: Sequence[str] = (),
-    past: Sequence[str] = (),
-    drop_repeats: bool,
-) -> tuple[list[str], dict[str, int]]:
-    """Tidy LM-written queries: strip list markers, drop empty and duplicate ones, keep ``limit``.
-
-    Args:
-        generated: What the LM wrote (a list, or a newline-separated string).
-        limit: How many queries to keep at most.
-        taken: Queries already chosen for this round (e.g. the question); never duplicated.
-        past: Queries of earlier rounds.
-        drop_repeats: Drop queries that repeat an earlier round's (the planning prompt's rule);
-            when False they are kept and only counted.
-
-    Returns:
-        The kept queries and counts: ``generated``, ``repeated`` (matching an earlier round),
-        ``dropped_repeats`` and ``dropped_duplicates`` (empty or repeated within the round).
-    """
-    if generated is None:
-        items: list[object] = []
-    elif isinstance(generated, str):
-        items = generated.splitlines()
-    else:
-        items = list(generated)
-    seen = {q.casefold() for q in taken}
-    earlier = {q.casefold() for q in past}
-    kept: list[str] = []
-    stats = {"generated": 0, "repeated": 0, "dropped_repeats": 0, "dropped_duplicates": 0}
-    for item in items:
-        query = _clean_one(item)
-        stats["generated"] += 1
-        key = query.casefold()
-        if not query or key in seen:
-            stats["dropped_duplicates"] += 1
+def _constructor_settings(cls: type) -> dict[str, Any]:
+    """A program class's spec settings: its constructor's keyword-only arguments and their
+    defaults (``context_tokens`` defaults to None: :func:`build_program` fills it in)."""
+    settings = {}
+    for name, param in inspect.signature(cls.__init__).parameters.items():
+        if param.kind is not inspect.Parameter.KEYWORD_ONLY:
             continue
-        if key in earlier:
-            stats["repeated"] += 1
-            if drop_repeats:
-                stats["dropped_repeats"] += 1
-                continue
-        if len(kept) < limit:
-            kept.append(query)
-            seen.add(key)
-    return kept, stats
+        if param.default is inspect.Parameter.empty:
+            raise TypeError(f"{cls.__name__}.__init__'s setting {name!r} needs a default")
+        settings[name] = param.default
+    return settings
 
 
 class _FramesProgram(dspy.Module):
@@ -161,7 +119,8 @@ class _FramesProgram(dspy.Module):
     input_fields: tuple[str, ...] = ("question",)
     #: The program kind; set by each concrete class, which registers it.
     KIND: str = ""
-    #: Spec settings (constructor arguments and attributes) with their defaults.
+    #: Spec settings with their defaults: the constructor's keyword-only arguments, derived
+    #: from its signature when the class is defined (:func:`_constructor_settings`).
     SETTINGS: Mapping[str, Any] = {}
     #: Non-LM parts the constructor takes first: ``retriever`` and/or ``store``.
     NEEDS: tuple[str, ...] = ()
@@ -169,6 +128,7 @@ class _FramesProgram(dspy.Module):
     def __init_subclass__(cls, **kwargs):
         super().__init_subclass__(**kwargs)
         if cls.__dict__.get("KIND"):
+            cls.SETTINGS = _constructor_settings(cls)
             register_kind(cls.KIND, cls.SETTINGS)
             PROGRAM_CLASSES[cls.KIND] = cls
 
@@ -188,8 +148,13 @@ class _FramesProgram(dspy.Module):
         settings = {name: getattr(spec, name) for name in cls.SETTINGS}
         return cls(*(parts[name] for name in cls.NEEDS), **settings)
 
-    def __init__(self, *, context_tokens: int, cot: bool = False):
+    def __init__(self, *, context_tokens: int | None = None, cot: bool = False):
         super().__init__()
+        if context_tokens is None:
+            raise ValueError(
+                "context_tokens is not set: pass it, or build the program with build_program, "
+                "which takes it from the model"
+            )
         if context_tokens <= 0:
             raise ValueError(f"context_tokens={context_tokens} must be positive")
         self.context_tokens = context_tokens
@@ -233,7 +198,6 @@ class Naive(_FramesProgram):
     """The paper's naive prompt: the question alone, no retrieval."""
 
     KIND = "naive"
-    SETTINGS = {"cot": False}
 
     def __init__(self, *, cot: bool = False):
         dspy.Module.__init__(self)
@@ -252,10 +216,11 @@ class RetrieveThenAnswer(_FramesProgram):
     """BM25-R: the top ``n_docs`` articles for the question, then one answer call."""
 
     KIND = "bm25"
-    SETTINGS = {"n_docs": 4, "context_tokens": None, "cot": False}
     NEEDS = ("retriever",)
 
-    def __init__(self, retriever, *, n_docs: int, context_tokens: int, cot: bool = False):
+    def __init__(
+        self, retriever, *, n_docs: int = 4, context_tokens: int | None = None, cot: bool = False
+    ):
         super().__init__(context_tokens=context_tokens, cot=cot)
         if n_docs < 1:
             raise ValueError(f"n_docs={n_docs} must be at least 1")
@@ -280,70 +245,6 @@ class RetrieveThenAnswer(_FramesProgram):
         return self._run(body)
 
 
-#: Words that open a question or a clause with a capital letter without naming anything.
-_OPENING_WORDS = frozenset(
-    [
-        "a",
-        "an",
-        "and",
-        "as",
-        "at",
-        "by",
-        "for",
-        "from",
-        "how",
-        "if",
-        "in",
-        "in",
-        "of",
-        "on",
-        "the",
-        "this",
-        "what",
-        "when",
-        "where",
-        "which",
-        "who",
-        "whom",
-        "whose",
-        "why",
-        "was",
-        "were",
-        "is",
-        "are",
-        "did",
-        "does",
-        "do",
-        "i",
-        "my",
-        "his",
-        "her",
-        "their",
-        "its",
-    ]
-)
-_CAPITALISED = re.compile(
-    r"[A-Z][\w'’.&-]*(?:\s+(?:(?:of|the|de|du|von|van|and|for)\s+)*[A-Z][\w'’.&-]*)*"
-)
-
-
-def capitalised_phrases(question: str) -> list[str]:
-    """The question's runs of capitalised words (e.g. ``Mount Rushmore``), in order, once each.
-
-    Opening words (:data:`_OPENING_WORDS`, e.g. a sentence-initial ``Which``) are stripped
-    from the front of a run; a run left empty is dropped.
-    """
-    phrases: list[str] = []
-    for match in _CAPITALISED.finditer(question):
-        words = match.group(0).rstrip(".").split()
-        while words and words[0].casefold() in _OPENING_WORDS:
-            words.pop(0)
-        phrase = re.sub(r"['’]s$", "", " ".join(words))  # "France's" -> "France"
-        if phrase and phrase.casefold() not in {p.casefold() for p in phrases}:
-            phrases.append(phrase)
-    return phrases
-
-
 class PhraseQueries(_FramesProgram):
     """A no-LM reference: the question's capitalised phrases as extra BM25 queries.
 
@@ -355,10 +256,17 @@ class PhraseQueries(_FramesProgram):
     """
 
     KIND = "phrases"
-    SETTINGS = {"n_docs": 12, "k": 2, "context_tokens": None, "cot": False}
     NEEDS = ("retriever",)
 
-    def __init__(self, retriever, *, n_docs: int, k: int, context_tokens: int, cot=False):
+    def __init__(
+        self,
+        retriever,
+        *,
+        n_docs: int = 12,
+        k: int = 2,
+        context_tokens: int | None = None,
+        cot: bool = False,
+    ):
         super().__init__(context_tokens=context_tokens, cot=cot)
         if n_docs < 1 or k < 1:
             raise ValueError(f"n_docs={n_docs} and k={k} must be at least 1")
@@ -400,11 +308,12 @@ class Oracle(_FramesProgram):
     """All gold articles the corpus has, then one answer call (the paper's upper bound)."""
 
     KIND = "oracle"
-    SETTINGS = {"context_tokens": None, "cot": False}
     NEEDS = ("store",)
     input_fields = ("question", "gold_urls")
 
-    def __init__(self, store: ArticleStore, *, context_tokens: int, cot: bool = False):
+    def __init__(
+        self, store: ArticleStore, *, context_tokens: int | None = None, cot: bool = False
+    ):
         super().__init__(context_tokens=context_tokens, cot=cot)
         self.store = store
 
@@ -450,17 +359,6 @@ class MultiHop(_FramesProgram):
     """
 
     KIND = "multihop"
-    SETTINGS = {
-        "rounds": 5,
-        "k": 5,
-        "n_docs": 10,
-        "planning": True,
-        "include_question": True,
-        "context_tokens": None,
-        "found_tokens": 1000,
-        "lead_chars": 120,
-        "cot": False,
-    }
     NEEDS = ("retriever",)
 
     def __init__(
@@ -472,7 +370,7 @@ class MultiHop(_FramesProgram):
         n_docs: int = 10,
         planning: bool = True,
         include_question: bool = True,
-        context_tokens: int,
+        context_tokens: int | None = None,
         found_tokens: int = 1000,
         lead_chars: int = 120,
         cot: bool = False,
