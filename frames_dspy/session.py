@@ -19,7 +19,7 @@ import dspy
 from frames_dspy.corpus import ArticleStore, default_aliases, load_corpus
 from frames_dspy.data import dataset_fingerprint
 from frames_dspy.judge.autorater import AUTORATER, Autorater
-from frames_dspy.judge.protocols import DEFAULT_PROTOCOL
+from frames_dspy.judge.protocols import DEFAULT_PROTOCOL, JUDGE_PROTOCOLS
 from frames_dspy.lm import ModelSpec, context_window, make_lm, parse_spec
 from frames_dspy.lm.cache import CACHE_MODES, use_cache
 from frames_dspy.paths import data_file, default_dataset
@@ -105,6 +105,18 @@ class ModelDataSettings:
         group="models",
         entries=_MODEL_ENTRIES,
         help="server for --judge-model",
+        resume=("evaluate", "compile"),
+    )
+    judge_protocol: str = setting(
+        DEFAULT_PROTOCOL,
+        group="models",
+        # judge validate takes several at once, to show them side by side: its own option.
+        entries=("evaluate", "compile"),
+        choices=JUDGE_PROTOCOLS,
+        help="how the autorater uses its LM: rules+extract (rules; the LM says which answer the "
+        "response commits to; its verdict only when the rules still cannot decide), rules+lm "
+        "(rules, then the LM's verdict), lm (the paper's autorater alone, for a strong judge "
+        "and paper-comparable numbers) (default %(default)s)",
         resume=("evaluate", "compile"),
     )
     autorater: str = setting(
@@ -305,7 +317,7 @@ def make_judge(
     *,
     lm: dspy.BaseLM | None = None,
     judge_lm: dspy.BaseLM | None = None,
-    protocol: str = DEFAULT_PROTOCOL,
+    protocol: str | None = None,
 ) -> tuple[dspy.BaseLM, Autorater]:
     """The judge LM and the autorater, built exactly as every entry point builds them.
 
@@ -313,7 +325,7 @@ def make_judge(
     (greedy, ``judge_max_tokens``), so its calls are told apart from the program's.
     ``python -m frames_dspy.judge validate`` builds its judge here too, so the agreement it
     measures is that of a run's autorater. ``protocol`` is how the autorater uses its LM
-    (:data:`frames_dspy.judge.protocols.JUDGE_PROTOCOLS`).
+    (:data:`frames_dspy.judge.protocols.JUDGE_PROTOCOLS`); None takes the settings'.
     """
     if judge_lm is None:
         if settings.judge_is_program_model():
@@ -330,7 +342,7 @@ def make_judge(
             )
     elif judge_lm is lm:
         judge_lm = lm.copy(temperature=0.0, max_tokens=settings.judge_max_tokens)
-    return judge_lm, Autorater(judge_lm, protocol=protocol)
+    return judge_lm, Autorater(judge_lm, protocol=protocol or settings.judge_protocol)
 
 
 @dataclass

@@ -340,3 +340,13 @@ def test_session_keys_are_settings_and_the_shared_settings_copy_over():
     shared = extended.model_data_settings()
     assert set(shared) == names  # only the shared settings, ready for another config
     assert ModelDataSettings(**shared) == ModelDataSettings(model="openai/m", corpus="c.jsonl")
+
+
+@pytest.mark.parametrize("protocol", ["rules+extract", "rules+lm", "lm"])
+def test_the_settings_judge_protocol_is_the_autoraters_and_validate_can_override_it(data, protocol):
+    settings = settings_for(data, judge_protocol=protocol)
+    session = open_session(settings, store_needed=False, retriever_needed=False, lm=lm_for_tests())
+    assert session.autorater.protocol == protocol
+    assert dataclasses.asdict(session.settings)["judge_protocol"] == protocol  # recorded
+    _, other = make_judge(settings, lm=lm_for_tests(), protocol="rules+lm")
+    assert other.protocol == "rules+lm"

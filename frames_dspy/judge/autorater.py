@@ -29,7 +29,6 @@ import dspy
 from dspy.utils.exceptions import AdapterParseError
 
 from frames_dspy.judge.protocols import (
-    DEFAULT_PROTOCOL,
     JUDGE_PROTOCOLS,
     ExtractAnswer,
     grounded,
@@ -82,7 +81,8 @@ TOP_LOGPROBS = 10
 #: What scores a run, as its settings record it: a run folder or study scored by another
 #: autorater (the overlap guard of earlier versions, another decision mode) is not resumed.
 #: Raise the number when a change to the rules or the judge's prompt changes verdicts.
-AUTORATER = f"rules+judge/3:{DEFAULT_PROTOCOL}:" + (
+#: How the LM is used (the protocol) is recorded beside it as the ``judge_protocol`` setting.
+AUTORATER = "rules+judge/3:" + (
     DEFAULT_DECISION if DEFAULT_DECISION == "text" else f"p_true>={P_TRUE_THRESHOLD:g}"
 )
 
