@@ -24,6 +24,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import dspy
+from dspy.utils.usage_tracker import UsageTracker, track_usage
 
 from frames_dspy.accounting import TOKEN_METER, attached_callbacks, metered
 from frames_dspy.answer_in_context import answer_in_context
@@ -60,6 +61,15 @@ def _answer_in_context(example: dspy.Example, context: str | None) -> bool | Non
         return None
 
 
+def _reported_tokens(tracker: UsageTracker) -> tuple[int, int]:
+    """Prompt and completion tokens the LMs reported inside a :func:`track_usage` block."""
+    prompt = completion = 0
+    for usage in tracker.get_total_tokens().values():
+        prompt += int(usage.get("prompt_tokens") or 0)
+        completion += int(usage.get("completion_tokens") or 0)
+    return prompt, completion
+
+
 def run_question(
     label: str,
     program: dspy.Module,
@@ -80,7 +90,10 @@ def run_question(
     started = time.perf_counter()
     inputs = {name: example[name] for name in program.input_fields}
     error = error_kind = None
-    with metered() as meter, recording_rounds() as rounds:
+    # The program LM's use is counted here once: metered (every call, cached or not) and
+    # as the LM reported it (DSPy's usage tracker; a cached call reports nothing), whether
+    # the program finished or failed half-way.
+    with metered() as meter, recording_rounds() as rounds, track_usage() as usage:
         try:
             with dspy.context(lm=lm):
                 pred = program(**inputs)
@@ -94,9 +107,8 @@ def run_question(
                 answer="",
                 context_ids=rounds["context_ids"],
                 queries=rounds["queries"],
-                prompt_tokens=0,
-                completion_tokens=0,
             )
+    prompt_tokens, completion_tokens = _reported_tokens(usage)
     with metered() as judge_meter:
         verdict = _judge(autorater, example, pred.answer)
     gold = store.resolve_many(example.gold_urls) if store else []
@@ -128,8 +140,8 @@ def run_question(
         # that cannot be looked for literally.) The text itself is not kept.
         answer_in_context=_answer_in_context(example, rounds["answer_context"]),
         # What the LM reported (a call answered from the cache reports nothing) ...
-        prompt_tokens=pred.get("prompt_tokens", 0),
-        completion_tokens=pred.get("completion_tokens", 0),
+        prompt_tokens=prompt_tokens,
+        completion_tokens=completion_tokens,
         # ... and what was metered: every try of every call, cached or not.
         lm_calls=meter.calls,
         cached_calls=meter.cache_hits,

@@ -183,9 +183,10 @@ def test_a_recall_compile_changes_only_the_query_writer_and_never_answers(tiny, 
     assert compiled is not program and compiled.answer_step and program.answer_step
     assert compiled.answer.dump_state() == answer_before  # the answer step is the original's
     assert [n for n, _ in compiled.named_predictors()] == ["answer", "generate"]
-    with dspy.context(lm=FakeLM(knowledge)):
+    answering = FakeLM(knowledge)
+    with dspy.context(lm=answering):
         pred = compiled(question=examples[0].question)
-    assert pred.lm_calls == 2 and pred.answer  # the compiled program answers again
+    assert len(answering.history) == 2 and pred.answer  # the compiled program answers again
 
 
 def test_without_its_answer_step_a_program_makes_no_answer_call(tiny):
@@ -195,7 +196,7 @@ def test_without_its_answer_step_a_program_makes_no_answer_call(tiny):
     lm = FakeLM(knowledge)
     with dspy.context(lm=lm):
         pred = program(question=examples[0].question)
-    assert pred.answer == "" and pred.lm_calls == 0 and pred.packing is None
+    assert pred.answer == "" and pred.packing is None
     assert len(pred.context_ids) == 2 and lm.history == []  # the question was the only query
 
 

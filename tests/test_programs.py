@@ -222,9 +222,10 @@ def test_naive_answers_from_the_question_alone():
     assert pred.answer == "Water of Leith"
     assert pred.context_ids == []
     assert pred.queries == []
-    assert pred.lm_calls == 1 == len(lm.history)
+    assert len(lm.history) == 1
     assert pred.packing is None
-    assert pred.prompt_tokens == 0 and pred.completion_tokens == 0
+    # Calls and tokens are the runner's to count, once (frames_dspy.runner), not the program's.
+    assert not {"lm_calls", "prompt_tokens", "completion_tokens"} & set(pred.keys())
     assert QUESTION in user_message(lm, 0)
 
 
@@ -236,7 +237,7 @@ def test_retrieve_then_answer_uses_top_n_docs_in_retrieval_order(store):
     assert pred.answer == "Water of Leith"
     assert pred.context_ids == [["leith", "bell"]]
     assert pred.queries == [[QUESTION]]
-    assert pred.lm_calls == 1 == len(lm.history)
+    assert len(lm.history) == 1
     assert retriever.calls == [([QUESTION], 2, set())]
     prompt = user_message(lm, 0)
     assert prompt.index("[1] Water of Leith") < prompt.index("[2] Alexander Graham Bell")
@@ -275,7 +276,7 @@ def test_oracle_resolves_gold_urls(store):
     pred = run(program, lm, question=QUESTION, gold_urls=gold)
     assert pred.context_ids == [["edinburgh", "leith"]]
     assert pred.queries == []
-    assert pred.lm_calls == 1
+    assert len(lm.history) == 1
     prompt = user_message(lm, 0)
     assert prompt.index("[1] Edinburgh") < prompt.index("[2] Water of Leith")
     assert TEXTS["leith"][1] in prompt
@@ -330,7 +331,7 @@ def test_multihop_runs_the_requested_rounds(store, rounds, planning):
     assert len(pred.context_ids) == rounds
     assert len(pred.queries) == rounds
     assert pred.queries == [[QUESTION, *written[r]] for r in range(rounds)]
-    assert pred.lm_calls == rounds + 1 == len(lm.history)
+    assert len(lm.history) == rounds + 1
     assert pred.query_stats["generated"] == rounds
     assert pred.query_stats["errors"] == 0
 
@@ -388,7 +389,7 @@ def test_multihop_with_k1_and_the_question_writes_no_queries(store):
     )
     pred = run(program, lm, question=QUESTION)
     assert pred.queries == [[QUESTION]] * 3
-    assert pred.lm_calls == 1 == len(lm.history)
+    assert len(lm.history) == 1
     # The question's next-best article is added each round, since earlier ones are excluded.
     assert pred.context_ids == [["bell"], ["bell", "phone"], ["bell", "phone", "moon"]]
 
@@ -482,8 +483,8 @@ def test_multihop_query_parse_error_is_counted_and_the_round_runs(store, include
     assert pred.context_ids[0] == ["bell"]
     assert "Edinburgh river" in pred.queries[1]
     assert len(pred.context_ids) == 2
-    # lm_calls counts the program's requests (2 query steps + the answer), not DSPy's retry.
-    assert pred.lm_calls == 3
+    # Round 1's query step was tried twice (DSPy's JSON fallback), then round 2's and the answer.
+    assert len(lm.history) == 4
 
 
 def test_multihop_rejects_bad_settings(store):
@@ -651,7 +652,7 @@ def test_phrase_queries_fill_to_n_articles_without_an_lm():
     pred = program(question=question)
     assert pred.context_ids == [["q0", "q1", "q2", "q3", "p0", "p1", "r0", "r1"]]
     assert pred.queries == [[question, "Mount Rushmore", "Ohio"]]
-    assert pred.lm_calls == 0 and pred.answer == ""
+    assert pred.answer == ""  # and no LM is configured: it made no call
     short = PhraseQueries(Retriever(), n_docs=6, k=2, context_tokens=100)
     short.answer_step = False
     # No phrase: the question's own results fill all six.

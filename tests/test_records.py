@@ -109,6 +109,7 @@ NOT_RECORDS = {
     "c": "a figure of an experiment.json",
     "item": "a figure of an experiment.json",
     "report": "benchmarks.main_command's own result (seconds per set-up)",
+    "usage": "one LM's token usage as DSPy's usage tracker totals it (runner._reported_tokens)",
 }
 
 #: Modules whose import means a module may hold records (records come from these only).

@@ -47,6 +47,12 @@ def judge() -> Autorater:
     )
 
 
+def report_usage(**usage: int) -> None:
+    """Report token usage the way a dspy LM does after a call (to DSPy's usage tracker)."""
+    if dspy.settings.usage_tracker is not None:
+        dspy.settings.usage_tracker.add_usage("scripted", usage)
+
+
 class Scripted(dspy.Module):
     """A program whose answer for each question comes from ``script(question_number)``."""
 
@@ -62,14 +68,8 @@ class Scripted(dspy.Module):
         number = int(question.split()[-1].rstrip("?"))
         with self._lock:
             self.started.append(number)
-        return dspy.Prediction(
-            answer=self.script(number),
-            context_ids=[],
-            queries=[],
-            lm_calls=1,
-            prompt_tokens=10,
-            completion_tokens=2,
-        )
+        report_usage(prompt_tokens=10, completion_tokens=2)
+        return dspy.Prediction(answer=self.script(number), context_ids=[], queries=[])
 
 
 def test_records_come_back_in_input_order_whatever_the_finish_order():
@@ -143,7 +143,8 @@ def test_a_failing_program_is_recorded_as_an_empty_wrong_answer():
     assert failed.error_kind == "RuntimeError"
     assert failed.answer == ""
     assert (failed.correct, failed.judge_method) == (False, "empty")
-    assert (failed.lm_calls, failed.prompt_tokens, failed.context_ids) == (0, 0, [])
+    # What was reported before the failure stays in the record.
+    assert (failed.lm_calls, failed.prompt_tokens, failed.context_ids) == (0, 10, [])
     assert [r.error for r in (records[0], records[2])] == [None, None]
     assert records[0].correct and records[2].correct
 
@@ -235,5 +236,21 @@ def test_a_record_holds_the_gold_articles_and_their_recall():
     assert record.queries == [["Question number 7?"], ["Bell birthplace"]]
     assert (record.correct, record.judge_method) == (True, "exact")
     assert record.reasoning_types == ["Multiple constraints"]
-    # The scripted program reports tokens but makes no LM call: the metered count says so.
+    # The scripted program reports tokens as an LM would but makes no call: the meter says so.
     assert (record.lm_calls, record.prompt_tokens, record.completion_tokens) == (0, 10, 2)
+
+
+def test_tokens_reported_before_a_failure_are_kept_in_its_record():
+    class FailsAfterACall(dspy.Module):
+        input_fields = ("question",)
+
+        def forward(self, question):
+            report_usage(prompt_tokens=300, completion_tokens=20)
+            raise RuntimeError("the second call failed")
+
+    example = dspy.Example(id=1, question="Q?", answer="A", gold_urls=[], reasoning_types=[])
+    record = run_question(
+        "fails", FailsAfterACall(), example, lm=UNUSED, autorater=judge(), store=None
+    )
+    assert record.error_kind == "RuntimeError"
+    assert (record.prompt_tokens, record.completion_tokens) == (300, 20)

@@ -7,8 +7,6 @@ optimizers treat them alike:
 - ``context_ids``: for each round, the ids of the articles in context after it (one round for
   the single-shot setups, none for ``Naive``);
 - ``queries``: for each round, the search queries sent;
-- ``lm_calls``, ``prompt_tokens``, ``completion_tokens``: this prediction's LM use (tokens are
-  what the LM reported; answers served from DSPy's cache cost none);
 - ``packing``: how the articles were fitted into the answer prompt (tokens, how much was cut);
 - ``query_stats``: generated, repeated and dropped queries, and query-generation errors.
 
@@ -29,7 +27,6 @@ from typing import Any
 
 import dspy
 from dspy.utils.exceptions import AdapterParseError
-from dspy.utils.usage_tracker import track_usage
 
 from frames_dspy.corpus import Article, ArticleStore
 from frames_dspy.programs.packing import CHARS_PER_TOKEN, PackedContext, pack_articles
@@ -106,7 +103,7 @@ def _constructor_settings(cls: type) -> dict[str, Any]:
 
 
 class _FramesProgram(dspy.Module):
-    """Shared parts: the answer step, usage accounting, the prediction layout, and the spec.
+    """Shared parts: the answer step, the prediction layout, and the spec.
 
     ``answer_step`` (default True) can be switched off to run only the retrieval half: the
     answer is then "" and costs no LM call. Optimising for recall does this, since the answer
@@ -162,11 +159,6 @@ class _FramesProgram(dspy.Module):
         make = dspy.ChainOfThought if cot else dspy.Predict
         self.answer = make(AnswerWithContext)
 
-    @property
-    def answer_calls(self) -> int:
-        """LM calls the answer step makes (0 when it is switched off)."""
-        return 1 if self.answer_step else 0
-
     def _answer(
         self, question: str, articles: Sequence[Article]
     ) -> tuple[str, PackedContext | None]:
@@ -179,19 +171,11 @@ class _FramesProgram(dspy.Module):
         return str(result.answer).strip(), packed
 
     def _run(self, body: Callable[[], dict[str, Any]]) -> dspy.Prediction:
-        with track_usage() as tracker:
-            fields = body()
-        prompt_tokens = completion_tokens = 0
-        for usage in tracker.get_total_tokens().values():
-            prompt_tokens += int(usage.get("prompt_tokens") or 0)
-            completion_tokens += int(usage.get("completion_tokens") or 0)
+        # LM calls and tokens are counted once, by whoever runs the program (the runner's
+        # meter and DSPy's usage tracker), not here.
+        fields = body()
         packed: PackedContext | None = fields.pop("packed", None)
-        return dspy.Prediction(
-            prompt_tokens=prompt_tokens,
-            completion_tokens=completion_tokens,
-            packing=packed.summary() if packed else None,
-            **fields,
-        )
+        return dspy.Prediction(packing=packed.summary() if packed else None, **fields)
 
 
 class Naive(_FramesProgram):
@@ -207,7 +191,7 @@ class Naive(_FramesProgram):
     def forward(self, question: str) -> dspy.Prediction:
         def body():
             answer = self.answer(question=question).answer
-            return {"answer": str(answer).strip(), "context_ids": [], "queries": [], "lm_calls": 1}
+            return {"answer": str(answer).strip(), "context_ids": [], "queries": []}
 
         return self._run(body)
 
@@ -238,7 +222,6 @@ class RetrieveThenAnswer(_FramesProgram):
                 "answer": answer,
                 "context_ids": [ids],
                 "queries": [[question]],
-                "lm_calls": self.answer_calls,
                 "packed": packed,
             }
 
@@ -297,7 +280,6 @@ class PhraseQueries(_FramesProgram):
                 "answer": answer,
                 "context_ids": [ids],
                 "queries": [queries],
-                "lm_calls": self.answer_calls,
                 "packed": packed,
             }
 
@@ -329,7 +311,6 @@ class Oracle(_FramesProgram):
                 "answer": answer,
                 "context_ids": [[a.id for a in articles]],
                 "queries": [],
-                "lm_calls": self.answer_calls,
                 "packed": packed,
             }
 
@@ -413,12 +394,10 @@ class MultiHop(_FramesProgram):
                 "dropped_duplicates": 0,
                 "errors": 0,
             }
-            calls = 0
             for _ in range(self.rounds):
                 queries = [question] if self.include_question else []
                 wanted = self.k - len(queries)
                 if wanted > 0:
-                    calls += 1
                     try:
                         out = self.generate(
                             question=question,
@@ -462,7 +441,6 @@ class MultiHop(_FramesProgram):
                 "answer": answer,
                 "context_ids": per_round_ids,
                 "queries": per_round_queries,
-                "lm_calls": calls + self.answer_calls,
                 "query_stats": stats,
                 "packed": packed,
             }
