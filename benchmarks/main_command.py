@@ -3,16 +3,17 @@
 Run ``FRAMES_DATA_DIR=... python -m benchmarks.main_command [--limit 2] [--json]``.
 
 Each condition of ``python -m frames_dspy.evaluate`` runs on the first ``--limit`` questions
-with the DSPy cache off, once per engine set-up, alternating which set-up goes first from one
-condition to the next, so a change in machine load hits both alike:
+with the DSPy cache off, once per engine set-up, rotating which set-up goes first from one
+condition to the next, so a change in machine load hits all alike:
 
-* ``plain``: the embedded engine on llama.cpp's plain CPU kernels, without flash attention
-  (how the main command ran before the engine gained it);
-* ``now``: the engine's defaults.
+* ``plain``: the embedded engine on llama.cpp's plain CPU kernels, without flash attention or
+  drafts (how the main command ran when issue 20 measured it);
+* ``flash``: flash attention on, no drafts;
+* ``now``: the engine's defaults (flash attention and prompt-lookup drafts).
 
-It prints wall seconds per condition and set-up, the ratio, and how many answers the two
-set-ups gave alike (greedy decoding; flash attention sums in another order, so a near-tie can
-tip). Run folders go to a temporary folder.
+It prints wall seconds per condition and set-up, each set-up's ratio to ``plain``, and how many
+answers each gave alike with ``plain`` (greedy decoding; flash attention and batched drafts sum
+in another order, so a near-tie can tip). Run folders go to a temporary folder.
 """
 
 from __future__ import annotations
@@ -30,7 +31,11 @@ from frames_dspy.lm import llama_engine, make_lm
 from frames_dspy.programs import CONDITIONS
 from frames_dspy.run_folder import load_records
 
-SETUPS = {"plain": {"flash_attn": False}, "now": {}}
+SETUPS = {
+    "plain": {"flash_attn": False, "lookup_decoding": False},
+    "flash": {"lookup_decoding": False},
+    "now": {},
+}
 
 
 def run(limit: int, conditions: list[str]) -> dict[str, Any]:
@@ -42,7 +47,8 @@ def run(limit: int, conditions: list[str]) -> dict[str, Any]:
     answers: dict[str, dict[str, dict[int, str]]] = {name: {} for name in SETUPS}
     with tempfile.TemporaryDirectory(prefix="bench-main-") as root:
         for i, condition in enumerate(conditions):
-            order = list(SETUPS) if i % 2 == 0 else list(SETUPS)[::-1]
+            names = list(SETUPS)
+            order = names[i % len(names) :] + names[: i % len(names)]
             for name in order:
                 out = Path(root) / f"{name}-{condition}"
                 config = EvalConfig(conditions=[condition], limit=limit, cache="off", out=str(out))
@@ -55,33 +61,40 @@ def run(limit: int, conditions: list[str]) -> dict[str, Any]:
                 logging.info("%s %s: %.1f s", condition, name, seconds[name][condition])
         engines = {name: lm.engine.record() for name, lm in lms.items()}
     llama_engine._reset_loaded_models()
-    same = sum(
-        answers["plain"][c].get(q) == a for c in conditions for q, a in answers["now"][c].items()
-    )
+    same = {
+        name: sum(
+            answers["plain"][c].get(q) == a for c in conditions for q, a in answers[name][c].items()
+        )
+        for name in SETUPS
+    }
     total = {name: round(sum(row.values()), 1) for name, row in seconds.items()}
     return {
         "limit": limit,
         "conditions": conditions,
         "seconds": seconds,
         "total_seconds": total,
-        "now_over_plain": round(total["now"] / total["plain"], 3),
-        "same_answers": same,
+        "over_plain": {name: round(total[name] / total["plain"], 3) for name in SETUPS},
+        "same_answers_as_plain": same,
         "answers": sum(len(v) for v in answers["now"].values()),
         "engines": engines,
     }
 
 
 def render(report: dict[str, Any]) -> str:
-    lines = [f"{'condition':<20} {'plain s':>9} {'now s':>9} {'now/plain':>10}"]
-    for condition in report["conditions"]:
-        plain, now = report["seconds"]["plain"][condition], report["seconds"]["now"][condition]
-        lines.append(f"{condition:<20} {plain:>9.1f} {now:>9.1f} {now / plain:>10.3f}")
-    total = report["total_seconds"]
+    names = list(report["total_seconds"])
+    head = "".join(f"{name + ' s':>10}" for name in names)
+    ratios = "".join(f"{name + '/plain':>12}" for name in names if name != "plain")
+    lines = [f"{'condition':<20}{head}{ratios}"]
+    rows = [(c, {n: report["seconds"][n][c] for n in names}) for c in report["conditions"]]
+    rows.append(("all", report["total_seconds"]))
+    for label, row in rows:
+        cells = "".join(f"{row[n]:>10.1f}" for n in names)
+        cells += "".join(f"{row[n] / row['plain']:>12.3f}" for n in names if n != "plain")
+        lines.append(f"{label:<20}{cells}")
+    same = report["same_answers_as_plain"]
+    alike = ", ".join(f"{n} {k}" for n, k in same.items() if n != "plain")
     lines.append(
-        f"{'all':<20} {total['plain']:>9.1f} {total['now']:>9.1f} {report['now_over_plain']:>10.3f}"
-    )
-    lines.append(
-        f"{report['same_answers']} of {report['answers']} answers alike; "
+        f"answers alike with plain (of {report['answers']}): {alike}; "
         f"{report['limit']} question(s) per condition, cache off"
     )
     return "\n".join(lines)

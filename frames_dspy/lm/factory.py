@@ -192,6 +192,7 @@ def make_lm(
     extra_buffers: str | None = None,
     isolation: str | None = None,
     flash_attn: bool = True,
+    lookup_decoding: bool = True,
     check_connection: bool = True,
     **kwargs: Any,
 ) -> dspy.BaseLM:
@@ -226,6 +227,8 @@ def make_lm(
             crash fails one call, not the caller) or ``"inline"`` (this process).
         flash_attn: Embedded models: llama.cpp's flash attention (about 19% faster prompt
             processing on CPU; greedy answers can differ in rare near-ties).
+        lookup_decoding: Embedded models: draft tokens copied from the prompt and verify
+            them in one batch (faster replies that copy the prompt; same rare near-ties).
         check_connection: Check at once that ``api_base`` accepts connections.
         **kwargs: Further generation settings sent with every request (e.g. ``top_p``,
             ``top_k``, ``frequency_penalty``); they are part of DSPy's cache key.
@@ -259,6 +262,7 @@ def make_lm(
             extra_buffers=extra_buffers,
             isolation=isolation,
             flash_attn=flash_attn,
+            lookup_decoding=lookup_decoding,
         )
         return FramesLM(
             model,

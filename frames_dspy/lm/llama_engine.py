@@ -93,6 +93,8 @@ class LlamaCppEngine:
             (default ``"auto"``).
         flash_attn: Use llama.cpp's flash attention (faster prompts on CPU; see
             :class:`~frames_dspy.lm.llama_worker.EngineSettings`).
+        lookup_decoding: Draft tokens copied from the context and verify them in one batch
+            (:mod:`~frames_dspy.lm.lookup_decoding`; faster replies that copy the prompt).
         llama: An already constructed ``llama_cpp.Llama``-like object, run inline (tests).
     """
 
@@ -130,6 +132,7 @@ class LlamaCppEngine:
         isolation: str | None = None,
         extra_buffers: str | None = None,
         flash_attn: bool = True,
+        lookup_decoding: bool = True,
         llama: Any | None = None,
     ):
         isolation = isolation or DEFAULT_ISOLATION
@@ -151,11 +154,12 @@ class LlamaCppEngine:
         self.isolation = isolation
         self.extra_buffers = extra_buffers
         self.flash_attn = bool(flash_attn)
+        self.lookup_decoding = bool(lookup_decoding)
         self._injected = EngineHost.injected(llama, self._settings()) if llama is not None else None
 
-    def _key(self) -> tuple[str, int, bool]:
+    def _key(self) -> tuple[str, int, bool, bool]:
         # Engines with the same file, window and kernels share one loaded model.
-        return (self.model_path, self.n_ctx, self.flash_attn)
+        return (self.model_path, self.n_ctx, self.flash_attn, self.lookup_decoding)
 
     def _settings(self) -> EngineSettings:
         return EngineSettings(
@@ -165,6 +169,7 @@ class LlamaCppEngine:
             seed=self.seed,
             extra_buffers=self.extra_buffers != "off",
             flash_attn=self.flash_attn,
+            lookup_decoding=self.lookup_decoding,
             factory=DEFAULT_FACTORY,
         )
 
@@ -296,6 +301,7 @@ class LlamaCppEngine:
             "isolation": self.isolation,
             "extra_buffers": self.extra_buffers,
             "flash_attn": self.flash_attn,
+            "lookup_decoding": self.lookup_decoding,
         }
 
     @classmethod
@@ -309,6 +315,7 @@ class LlamaCppEngine:
             isolation=state.get("isolation"),
             extra_buffers=state.get("extra_buffers"),
             flash_attn=state.get("flash_attn", True),
+            lookup_decoding=state.get("lookup_decoding", True),
         )
 
 
@@ -470,8 +477,9 @@ def _response(
     )
 
 
-def loaded_models() -> dict[tuple[str, int, bool], float]:
-    """Models loaded in this process: ``{(path, n_ctx, flash_attn): load seconds}``."""
+def loaded_models() -> dict[tuple[str, int, bool, bool], float]:
+    """Models loaded in this process: ``{(path, n_ctx, flash_attn, lookup_decoding): load
+    seconds}``."""
     return {key: host.load_seconds for key, host in _HOSTS.items() if host.load_seconds is not None}
 
 

@@ -27,6 +27,8 @@ from typing import Any
 
 import numpy as np
 
+from frames_dspy.lm.lookup_decoding import LookupDrafts, draft_tokens_for, drafting_class
+
 __all__ = [
     "EngineSettings",
     "Generation",
@@ -57,6 +59,9 @@ class EngineSettings:
         flash_attn: Whether llama.cpp uses its fused (flash) attention kernel. On CPU it
             processed 2,000-3,000-token prompts about 19% faster here; it sums in another
             order, so a greedy answer can differ in rare near-ties.
+        lookup_decoding: Draft tokens by copying from the context and verify them in one
+            batch (:mod:`~frames_dspy.lm.lookup_decoding`); off for calls that record
+            log-probabilities.
         factory: ``module:attribute`` of a function that builds the Llama from these settings
             in a worker process (tests name a fake that crashes on purpose).
     """
@@ -67,6 +72,7 @@ class EngineSettings:
     seed: int = 0
     extra_buffers: bool = True
     flash_attn: bool = True
+    lookup_decoding: bool = True
     factory: str = "frames_dspy.lm.llama_worker:build_llama"
 
     def record(self) -> dict[str, Any]:
@@ -76,6 +82,7 @@ class EngineSettings:
             "n_threads": self.n_threads,
             "extra_buffers": self.extra_buffers,
             "flash_attn": self.flash_attn,
+            "lookup_decoding": self.lookup_decoding,
         }
 
 
@@ -135,8 +142,12 @@ def model_params_patched(llama_cpp: Any, extra_buffers: bool) -> Iterator[None]:
 
 def load_llama(settings: EngineSettings, llama_cpp: Any) -> Any:
     """Build ``llama_cpp.Llama`` for ``settings`` (``llama_cpp``: the module, or a fake)."""
+    # Drafts need the eval of drafting_class; a factory that is not a class (a test's fake)
+    # runs without them.
+    drafts = settings.lookup_decoding and isinstance(llama_cpp.Llama, type)
+    cls = drafting_class(llama_cpp.Llama) if drafts else llama_cpp.Llama
     with model_params_patched(llama_cpp, settings.extra_buffers):
-        return llama_cpp.Llama(
+        llama = cls(
             model_path=settings.model_path,
             n_ctx=settings.n_ctx,
             n_threads=settings.n_threads,
@@ -145,6 +156,10 @@ def load_llama(settings: EngineSettings, llama_cpp: Any) -> Any:
             flash_attn=settings.flash_attn,
             verbose=False,
         )
+    if drafts:
+        # Set after loading: passed to Llama(), it would keep logits for every prompt token.
+        llama.draft_model = LookupDrafts(draft_tokens_for(settings.flash_attn))
+    return llama
 
 
 def build_llama(settings: EngineSettings) -> Any:
@@ -235,7 +250,16 @@ def generate(
     if processors:
         kwargs = {**kwargs, "logits_processor": processors}
     counters = _PerfCounters(llama)
-    out = llama.create_chat_completion(messages=messages, **kwargs)
+    # The score recorder takes the last of input_ids for the token just sampled; inside a
+    # drafted batch the draft follows it, so calls that record scores go without drafts.
+    drafts = getattr(llama, "draft_model", None)
+    if scores is not None and drafts is not None:
+        llama.draft_model = None
+    try:
+        out = llama.create_chat_completion(messages=messages, **kwargs)
+    finally:
+        if drafts is not None:
+            llama.draft_model = drafts
     return Generation(
         out=dict(out),
         seconds=time.perf_counter() - started,
