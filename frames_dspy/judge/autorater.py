@@ -34,7 +34,7 @@ from frames_dspy.judge.protocols import (
     grounded,
     no_answer,
 )
-from frames_dspy.judge.rules import decide
+from frames_dspy.judge.rules import WHOLE_RESPONSE_RULES, decide
 from frames_dspy.signatures import JudgeAnswer
 
 logger = logging.getLogger(__name__)
@@ -283,8 +283,8 @@ class Autorater:
             logger.debug("extracted %r is not in the response; asking for a verdict", answer)
             return None
         verdict = decide(question, gold, answer)
-        if verdict is None:
-            return None
+        if verdict is None or verdict.rule in WHOLE_RESPONSE_RULES:
+            return None  # the span may leave out what the response carries elsewhere
         why = f"the response commits to {answer!r}; {verdict.rule}: {verdict.reason}"
         return Judgement(verdict.correct, "extract", why)
 

@@ -25,6 +25,7 @@ from frames_dspy.judge.answer_forms import (
     fold,
     parse_dates,
 )
+from frames_dspy.judge.coverage import moved_on, uncovered
 from frames_dspy.judge.gold_forms import (
     GoldForm,
     Part,
@@ -52,7 +53,7 @@ from frames_dspy.judge.place_names import is_place_name
 from frames_dspy.judge.verdict import RuleVerdict
 from frames_dspy.judge.words import NAME_TITLES
 
-__all__ = ["Case", "PIPELINE", "RULES", "Rule", "RuleVerdict", "decide"]
+__all__ = ["Case", "PIPELINE", "RULES", "Rule", "RuleVerdict", "WHOLE_RESPONSE_RULES", "decide"]
 
 
 #: Rule name -> what it decides (for docs and tables).
@@ -76,7 +77,14 @@ RULES: dict[str, str] = {
     "no_quantity": "FALSE: a count or measure answered with no number, or with years only",
     "different_name": "FALSE: the gold names someone or something and the response carries no "
     "form of that name (no word of it, another spelling, nor its initials)",
+    "moved_on": "FALSE: the response names the gold, then commits to another answer of its kind",
+    "uncovered": "FALSE: a vital part of the gold (a number, full date, name or listed item the "
+    "question asks for) has no trace in the response",
 }
+
+#: Rules that read the whole response for the gold's vital parts; a span the LM extracted from
+#: it may leave out what the response says elsewhere, so they do not judge an extraction.
+WHOLE_RESPONSE_RULES = frozenset({"moved_on", "uncovered"})
 
 # --- response-wide rules ---------------------------------------------------------------------
 
@@ -408,6 +416,20 @@ def _different_name(case: Case) -> RuleVerdict | None:
     return None
 
 
+def _moved_on(case: Case) -> RuleVerdict | None:
+    if found := moved_on(case.question, case.gold, case.resp.raw):
+        other, where = found
+        why = f"the response names the gold on the way, then commits to {other!r} ({where!r})"
+        return RuleVerdict(False, "moved_on", why)
+    return None
+
+
+def _uncovered(case: Case) -> RuleVerdict | None:
+    if missing := uncovered(case.question, case.gold, case.resp.raw):
+        return RuleVerdict(False, "uncovered", f"the response leaves out {missing}")
+    return None
+
+
 def _of_kind(*kinds: str) -> Callable[[Case], bool]:
     return lambda case: case.form.kind in kinds
 
@@ -491,6 +513,18 @@ PIPELINE: tuple[Rule, ...] = (
         "the gold names someone or something the response has no form of",
         ("different_name",),
         _different_name,
+    ),
+    Rule(
+        "moved_on",
+        "the gold named on the way, then another answer of its kind committed to",
+        ("moved_on",),
+        _moved_on,
+    ),
+    Rule(
+        "uncovered",
+        "a vital part of the gold (number, full date, name, listed item) with no trace",
+        ("uncovered",),
+        _uncovered,
     ),
 )
 
