@@ -39,12 +39,6 @@ Q_MURAL = "Who painted the mural in the old ferry terminal?"
         (Q_KEEPER, "Bertil Hanska", "His name was Bertil.", ["Bertil Hanska"]),
         (Q_RIVERS, "Avon, Tane and Orrin", "The Avon and the Tane.", ["Orrin"]),
         (Q_KEY, "C major", "It is in C minor.", ["C major"]),
-        (
-            Q_FERN,
-            "20-40 millimetres",
-            "They grow 20-40 centimetres long.",
-            ["20", "40 millimetres"],
-        ),
     ],
 )
 def test_a_vital_part_left_out(question, gold, response, missing):
@@ -144,9 +138,33 @@ def test_the_gold_named_on_the_way_to_another_answer(question, gold, response, o
         # Another role than the one asked about.
         (Q_MURAL, "Ada Quill", "Ada Quill painted it; the building was the Orme Hall."),
         (Q_MURAL, "Ada Quill", "Ada Quill painted it in 1931; it was later restored by Bea Marsh."),
+        # A figure met on the way: another size, or a role the gold's clause did not have.
+        (
+            "What is the difference between the 2020 populations of Orlo and Vessa?",
+            "84,512",
+            "The difference is 84,512; Orlo's population was 737,015.",
+        ),
+        (Q_MURAL, "Ada Quill", "Ada Quill painted it; the mural's sponsor was Bea Marsh."),
         # No later clause.
         (Q_SEAT, "Tessby", "Tessby was the seat, as Marrow was too small."),
     ],
 )
 def test_context_after_the_gold_is_no_other_answer(question, gold, response):
     assert moved_on(question, gold, response) is None
+
+
+@pytest.mark.parametrize(
+    ("gold", "response", "expected"),
+    [
+        ("20-40 millimetres", "About 2 to 4 cm.", (True, "same_quantity")),
+        ("20-40 mm (0.8-1.6 in)", "They grow 20-40 centimetres long.",
+         (False, "unit_or_scale_mismatch")),
+        ("Between 5 and 7 metres", "From 500 to 700 cm.", (True, "same_quantity")),
+        # A value inside the range, or a range beside another number: not decided here.
+        ("5 to 7 metres", "6 metres", None),
+        ("20-40 mm", "Between 20 and 40 mm, but not 50 mm.", None),
+    ],
+)  # fmt: skip
+def test_a_range_gold(gold, response, expected):
+    verdict = decide(Q_FERN, gold, response)
+    assert (verdict and (verdict.correct, verdict.rule)) == expected

@@ -33,6 +33,7 @@ from frames_dspy.judge.protocols import (
     ExtractAnswer,
     grounded,
     no_answer,
+    widen,
 )
 from frames_dspy.judge.rules import WHOLE_RESPONSE_RULES, decide
 from frames_dspy.signatures import JudgeAnswer
@@ -282,6 +283,7 @@ class Autorater:
         if not grounded(answer, response):
             logger.debug("extracted %r is not in the response; asking for a verdict", answer)
             return None
+        answer = widen(answer, response)
         verdict = decide(question, gold, answer)
         if verdict is None or verdict.rule in WHOLE_RESPONSE_RULES:
             return None  # the span may leave out what the response carries elsewhere

@@ -47,7 +47,15 @@ from frames_dspy.judge.gold_forms import (
 from frames_dspy.judge.names import carries_name
 from frames_dspy.judge.words import FUNCTION_WORDS, NAME_TITLES, PLACE_NOUNS, word_set
 
-__all__ = ["Vital", "moved_on", "range_quantities", "uncovered", "vital_parts"]
+__all__ = [
+    "Vital",
+    "moved_on",
+    "range_gold",
+    "range_quantities",
+    "ranges",
+    "uncovered",
+    "vital_parts",
+]
 
 
 @dataclass(frozen=True)
@@ -103,6 +111,33 @@ def range_quantities(text: str) -> list[Quantity]:
     return out
 
 
+_RANGE_GAP = re.compile(r"\s*(?:-|–|—|to|and)\s*$", re.IGNORECASE)
+_RANGE_FILLER = re.compile(r"^\W*(?:between|from|about|around|roughly|approximately)?\s*$", re.I)
+
+
+def ranges(text: str) -> list[tuple[Quantity, Quantity]]:
+    """The ranges of a text ("20-30 mm", "2 to 3 cm"), both ends in the unit written last."""
+    found = range_quantities(text)
+    folded = fold(text)
+    return [
+        (a, b)
+        for a, b in zip(found, found[1:], strict=False)
+        if _RANGE_GAP.match(folded[a.end : b.start]) and a.unit == b.unit
+    ]
+
+
+def range_gold(gold: str) -> tuple[Quantity, Quantity] | None:
+    """The two ends of a gold that is one range with a unit ("20-30 mm (0.8-1.2 in)")."""
+    main = re.sub(r"\s*\([^()]*\)", "", fold(gold)).strip(" .")
+    found = ranges(main)
+    if len(found) != 1 or not found[0][1].unit or len(range_quantities(main)) != 2:
+        return None
+    low, high = found[0]
+    if not _RANGE_FILLER.match(main[: low.start]) or re.search(r"\w", main[high.end :]):
+        return None
+    return low, high
+
+
 def _sentences(text: str) -> list[str]:
     return [s for s in re.split(r"(?<=\w\w[.!?])\s+(?=[A-Z])", text.strip()) if s.strip()]
 
@@ -156,6 +191,8 @@ def _numbers(text: str, question: str, asks: str, both: bool) -> list[Vital]:
     A question asking for two things needs them all; one asking a quantity needs the non-year
     numbers, one asking a year or date the years and dates.
     """
+    if range_gold(text):
+        return []  # a range has its own rule; a value inside it is not judged here
     asked_numbers = {q.value for q in parse_quantities(question)}
     asked_numbers |= {d.year for d in parse_dates(question) if d.year}
     asked_days = {(d.month, d.day) for d in parse_dates(question)}
@@ -333,7 +370,9 @@ def _another(answer: str, vitals: list[Vital], question: str) -> str | None:
         if not found or found[0].start > 2 or found[0].year_like != numbers[0].quantity.year_like:
             return None
         relations = {compare_quantities(v.quantity, found[0]) for v in numbers}
-        return answer[: found[0].end] if relations == {"different"} else None
+        gold, said = numbers[0].quantity.value, found[0].value
+        near = gold > 0 and said > 0 and 0.5 <= said / gold <= 2  # a rival, not a step's figure
+        return answer[: found[0].end] if relations == {"different"} and near else None
     if names and (runs := _name_runs(answer)):
         text, words = runs[0]
         if not answer.startswith(text.split()[0]) or fold(question).find(text) >= 0:
@@ -398,7 +437,7 @@ def _anchored(gold_clause: str, commitment: str, question: str) -> bool:
     It does when the response corrects itself ("had stopped being ...; the capital was X",
     "actually"), when the later clause repeats the role the gold's clause gave ("... the
     capital ...; the capital was X"), or when it names the question's own condition (a year, a
-    name) the gold's clause does not ("X in the 2011 census; in 2016 it was Y"). It does not
+    number) the gold's clause does not ("X in the 2011 census; in 2016 it was Y"). It does not
     when it moves to another time the question does not name ("later", "in 1990").
     """
     if _CORRECTS.search(gold_clause) or _CORRECTS.search(commitment):
@@ -413,7 +452,4 @@ def _anchored(gold_clause: str, commitment: str, question: str) -> bool:
     role = {_norm(w) for w in _WORD.findall(subject.group("subject"))} if subject else set()
     if (role - FUNCTION_WORDS - _PRONOUNS) & before:
         return True
-    conditions = {
-        _norm(w) for w in _WORD.findall(commitment) if w[0].isdigit() or w[0].isupper()
-    } & asked
-    return bool(conditions - before)
+    return bool((numbers & asked) - before)  # the question's year, not the gold clause's

@@ -25,7 +25,7 @@ from frames_dspy.judge.answer_forms import (
     fold,
     parse_dates,
 )
-from frames_dspy.judge.coverage import moved_on, uncovered
+from frames_dspy.judge.coverage import moved_on, range_gold, uncovered
 from frames_dspy.judge.gold_forms import (
     GoldForm,
     Part,
@@ -48,7 +48,12 @@ from frames_dspy.judge.mentions import (
     stated,
 )
 from frames_dspy.judge.names import names_another, same_name_word
-from frames_dspy.judge.number_rules import candidates, decide_date, decide_quantity
+from frames_dspy.judge.number_rules import (
+    candidates,
+    decide_date,
+    decide_quantity,
+    decide_range,
+)
 from frames_dspy.judge.place_names import is_place_name
 from frames_dspy.judge.verdict import RuleVerdict
 from frames_dspy.judge.words import NAME_TITLES
@@ -466,6 +471,13 @@ PIPELINE: tuple[Rule, ...] = (
         ("different_number",),
         _number_in_name,
         guard=lambda c: c.form.kind not in ("quantity", "date"),  # their own rules decide
+    ),
+    Rule(
+        "range",
+        "a range gold: the same range in any unit of its kind, or its digits in another unit",
+        ("same_quantity", "unit_or_scale_mismatch"),
+        lambda c: decide_range(c.gold, c.resp),
+        guard=lambda c: range_gold(c.gold) is not None,
     ),
     Rule(
         "list",
