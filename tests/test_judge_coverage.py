@@ -144,7 +144,7 @@ def test_the_gold_named_on_the_way_to_another_answer(question, gold, response, o
             "84,512",
             "The difference is 84,512; Orlo's population was 737,015.",
         ),
-        (Q_MURAL, "Ada Quill", "Ada Quill painted it; the mural's sponsor was Bea Marsh."),
+        (Q_MURAL, "Ada Quill", "Ada Quill painted it; the mural's owner was Bea Marsh."),
         # No later clause.
         (Q_SEAT, "Tessby", "Tessby was the seat, as Marrow was too small."),
     ],

@@ -653,3 +653,17 @@ def test_a_guarded_step_leaves_other_kinds_of_gold_alone():
     )
     for name in ("list", "name", "yes_no", "date", "number_in_name"):
         assert steps[name](case) is None
+
+
+@pytest.mark.parametrize(
+    ("gold", "response", "expected"),
+    [
+        ("The Harlow Antitrust Act", "The Harlow Act.", (True, "stated_answer")),
+        ("Ada Maria Quill", "Ada Quill", (True, "stated_answer")),
+        ("Ada Maria Quill", "Ada Maria Quill Brand", None),
+        ("John Paul II", "John II", None),  # another person of that number
+        ("Orme Route 9 Tunnel", "Orme Tunnel", None),  # a number left out
+    ],
+)  # fmt: skip
+def test_a_shortened_name(gold, response, expected):
+    assert verdict("Which one?", gold, response) == expected

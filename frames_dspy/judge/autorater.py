@@ -83,7 +83,7 @@ TOP_LOGPROBS = 10
 #: autorater (the overlap guard of earlier versions, another decision mode) is not resumed.
 #: Raise the number when a change to the rules or the judge's prompt changes verdicts.
 #: How the LM is used (the protocol) is recorded beside it as the ``judge_protocol`` setting.
-AUTORATER = "rules+judge/3:" + (
+AUTORATER = "rules+judge/4:" + (
     DEFAULT_DECISION if DEFAULT_DECISION == "text" else f"p_true>={P_TRUE_THRESHOLD:g}"
 )
 

@@ -89,6 +89,7 @@ _NOT_NAMES = FUNCTION_WORDS | NAME_TITLES | PLACE_NOUNS | _MONTHS | word_set("i"
 # A count followed by what it counts: "3 - red, white, blue", "Two: Oslo and Bergen".
 _COUNT_THEN_ITEMS = re.compile(r"^\s*(\w+)\s*(?:[-–—:]|\()\s*(?P<items>.+?)\)?\s*$")
 _CONNECTORS = word_set("of de la von van der del da du")
+_ROMAN = re.compile(r"m{0,3}(?:cm|cd|d?c{0,3})(?:xc|xl|l?x{0,3})(?:ix|iv|v?i{0,3})")
 _NUMERIC_DATE = re.compile(r"\b(\d{1,2})[/.-](\d{1,2})[/.-](\d{2}|\d{4})\b")
 _RANGE_JOIN = re.compile(r"\s*(?:-|–|—|to|and)\s*$", re.IGNORECASE)
 
@@ -293,7 +294,7 @@ def _carries(vital: Vital, response: str, quantities: list[Quantity]) -> bool:
         return any(singular(w) in said for w in vital.words)
     if not carries_name(vital.words, vital.text, response):
         return False
-    plain = [w for w in vital.words if w.isalpha() and len(w) >= 3]
+    plain = [w for w in vital.words if len(w) >= 3 and not _ROMAN.fullmatch(w)]
     if vital.whole_name and 2 <= len(plain) <= 3 and len(plain) == len(vital.words):
         # "Ada" for "Ada Quill": a given name alone does not name the person.
         first, last = plain[0], plain[-1]

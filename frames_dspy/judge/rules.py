@@ -271,6 +271,9 @@ def _name_forms(core: tuple[str, ...], part: Part, question: str) -> RuleVerdict
             said = " ".join(a for a, _ in pairs)
             why = f"the response puts {said!r} in place of part of {part.text!r}"
             return RuleVerdict(False, "different_name", why)
+    if _shortened(core, gold):
+        why = f"the response is {part.text!r} with middle words left out"
+        return RuleVerdict(True, "stated_answer", why)
     asks_who = re.search(r"\b(?:who|whom|whose)\b", question, re.IGNORECASE)
     if (
         asks_who
@@ -283,6 +286,22 @@ def _name_forms(core: tuple[str, ...], part: Part, question: str) -> RuleVerdict
             True, "stated_answer", f"the response gives the surname of {part.text!r}"
         )
     return None
+
+
+def _shortened(core: tuple[str, ...], gold: tuple[str, ...]) -> bool:
+    """The gold's name with middle words left out, its first and last kept ("Ada Quill" for
+    "Ada Maria Quill", "Sherman Act" for "Sherman Antitrust Act"); no number is left out."""
+    if not 2 <= len(core) < len(gold) or core[0] != gold[0] or core[-1] != gold[-1]:
+        return False
+    if _numeral(gold[-1]) is not None:
+        return False  # "John II" for "John Paul II" is another person of that number
+    middle = list(gold[1:-1])
+    for word in core[1:-1]:  # the kept middle words, in order
+        if word not in middle:
+            return False
+        middle = middle[middle.index(word) + 1 :]
+    dropped = [w for w in gold[1:-1] if w not in core]
+    return not any(_numeral(w) is not None for w in dropped)
 
 
 def _decide_name(form: GoldForm, resp: Response, question: str) -> RuleVerdict | None:
