@@ -55,6 +55,11 @@ def test_a_vital_part_left_out(question, gold, response, missing):
             "It opened on March 3rd, 2009. That was 13 years after the storm.",
             "It opened on 3 March 2009, thirteen years after the storm.",
         ),
+        (
+            Q_TOWER,
+            "It opened on March 3rd, 2009. That was 13 years after the great storm.",
+            "it opened on march 3, 2009, 13 years after the storm.",
+        ),
         (Q_KEEPER, "Bertil Hanska", "Hanska."),
         (Q_RIVERS, "Avon, Tane and Orrin", "Avon, Tane and Orrin."),
         (Q_SONG, "Grey Lantern No. 4 (Evening Bell)", 'Mara Lind\'s "Evening Bell".'),

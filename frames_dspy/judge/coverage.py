@@ -278,9 +278,11 @@ def _carries(vital: Vital, response: str, quantities: list[Quantity]) -> bool:
         return vital.quantity.year_like and int(vital.quantity.value) in years
     if vital.kind == "date":
         g = vital.date
+        months = "|".join(sorted(_MONTHS, key=len, reverse=True))
+        capital = re.sub(rf"\b(?:{months})\b", lambda m: m.group().title(), fold(response))
         if any(
             (d.month, d.day) == (g.month, g.day) and (d.year in (None, g.year) or g.year is None)
-            for d in parse_dates(response)
+            for d in parse_dates(capital)  # "october 1" as well as "October 1"
         ):
             return True
         # "03/11/2009", "3.11.09": day and month in either order, not judged here.
