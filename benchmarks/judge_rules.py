@@ -6,11 +6,13 @@ Run ``python -m benchmarks.judge_rules [--labels FILE] [--seed 23] [--split dev]
 ``../shared/data/judge_dev/judge_dev.jsonl``) or ``--labels`` pointing at it.
 
 It prints coverage (the share of items the rules decide) and precision (the share of those
-verdicts that agree with the label) for all items and for the two halves of a split by question
-(sorted question ids shuffled with ``random.Random(seed)``, by default the project's fixed
-split: the first half is ``dev``, the second is held out and only ever scored), then, for the
-items of ``--split`` (default ``dev``, so that no held-out item is shown by accident), per rule,
-per response kind, the items the rules get wrong and the items they leave to the LM judge.
+verdicts that agree with the label) on one half of a split by question (sorted question ids
+shuffled with ``random.Random(seed)``, by default the project's fixed split: the first half is
+``dev``, the second is held out and only ever scored), then per rule, per response kind, the
+items the rules get wrong and the items they leave to the LM judge. ``--split`` picks the half:
+``dev`` by default, so that nothing of the held-out half is shown by accident; ``held-out``
+when it is scored; ``all`` for both halves and their sum (``--json`` always holds all three
+totals).
 Nothing is written to disk: the labelled file is read-only and is never copied.
 """
 
@@ -93,6 +95,8 @@ def run(labels: Path, seed: int = SPLIT_SEED, split: str = "dev") -> dict[str, A
 def render(report: dict[str, Any], show: str = "wrong") -> str:
     """Markdown tables of a :func:`run` report."""
     named = (("all", "all"), ("dev half", "design"), ("held-out half", "held_out"))
+    shown = {"dev": ("design",), "held-out": ("held_out",)}.get(report.get("split", "all"))
+    named = tuple((n, k) for n, k in named if shown is None or k in shown)
     halves = [
         [
             name,
