@@ -91,7 +91,9 @@ _COUNT_THEN_ITEMS = re.compile(r"^\s*(\w+)\s*(?:[-–—:]|\()\s*(?P<items>.+?)\
 _CONNECTORS = word_set("of de la von van der del da du")
 _ROMAN = re.compile(r"m{0,3}(?:cm|cd|d?c{0,3})(?:xc|xl|l?x{0,3})(?:ix|iv|v?i{0,3})")
 _NUMERIC_DATE = re.compile(r"\b(\d{1,2})[/.-](\d{1,2})[/.-](\d{2}|\d{4})\b")
+# Between the two ends of a range, and before it.
 _RANGE_JOIN = re.compile(r"\s*(?:-|–|—|to|and)\s*$", re.IGNORECASE)
+_RANGE_FILLER = re.compile(r"^\W*(?:between|from|about|around|roughly|approximately)?\s*$", re.I)
 
 
 def range_quantities(text: str) -> list[Quantity]:
@@ -112,10 +114,6 @@ def range_quantities(text: str) -> list[Quantity]:
     return out
 
 
-_RANGE_GAP = re.compile(r"\s*(?:-|–|—|to|and)\s*$", re.IGNORECASE)
-_RANGE_FILLER = re.compile(r"^\W*(?:between|from|about|around|roughly|approximately)?\s*$", re.I)
-
-
 def ranges(text: str) -> list[tuple[Quantity, Quantity]]:
     """The ranges of a text ("20-30 mm", "2 to 3 cm"), both ends in the unit written last."""
     found = range_quantities(text)
@@ -123,7 +121,7 @@ def ranges(text: str) -> list[tuple[Quantity, Quantity]]:
     return [
         (a, b)
         for a, b in zip(found, found[1:], strict=False)
-        if _RANGE_GAP.match(folded[a.end : b.start]) and a.unit == b.unit
+        if _RANGE_JOIN.match(folded[a.end : b.start]) and a.unit == b.unit
     ]
 
 
