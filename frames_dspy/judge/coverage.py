@@ -68,7 +68,8 @@ class Vital:
         words: For ``name`` and ``item``, the normalised words.
         quantity: For ``number``.
         date: For ``date``.
-        whole_name: For ``name``, the part is the whole gold (a given name alone is too little).
+        whole_name: For ``name``, the part is the whole gold and the question asks for a person
+            ("who", "name"): a given name alone is too little.
         any_of: One of the parts of its kind (number or name) marked so is enough.
     """
 
@@ -88,6 +89,7 @@ _MONTHS = frozenset(m.casefold().rstrip(".") for m in MONTH_NAMES)
 _NOT_NAMES = FUNCTION_WORDS | NAME_TITLES | PLACE_NOUNS | _MONTHS | word_set("i")
 # A count followed by what it counts: "3 - red, white, blue", "Two: Oslo and Bergen".
 _COUNT_THEN_ITEMS = re.compile(r"^\s*(\w+)\s*(?:[-–—:]|\()\s*(?P<items>.+?)\)?\s*$")
+_PERSON_ASKED = re.compile(r"\b(?:who|whom|whose|name)\b", re.IGNORECASE)
 _CONNECTORS = word_set("of de la von van der del da du")
 _ROMAN = re.compile(r"m{0,3}(?:cm|cd|d?c{0,3})(?:xc|xl|l?x{0,3})(?:ix|iv|v?i{0,3})")
 _NUMERIC_DATE = re.compile(r"\b(\d{1,2})[/.-](\d{1,2})[/.-](\d{2}|\d{4})\b")
@@ -220,6 +222,9 @@ def _parts_of(text: str, question: str, every_kind: bool = False) -> list[Vital]
     asks = question_asks(question)
     both = is_multi_part_question(question)
     form = analyse_gold(text, question)
+    polar = form.kind == "yes_no" or re.match(r"^\W*(?:yes|no)\s*[,;:!]", text, re.I)
+    if polar and not both:
+        return []  # "Yes, London" to a yes/no question: the yes is the answer, London detail
     loose = form.kind == "sentence" and not both
     out: list[Vital] = []
     # A gold that is one quantity or date has its own rules, which know rounding and bounds.
@@ -240,7 +245,7 @@ def _parts_of(text: str, question: str, every_kind: bool = False) -> list[Vital]
         for name, words in names:
             words = tuple(w for w in words if w.isalpha() and len(w) > 1 and w not in _NOT_NAMES)
             if words and not all(w in asked or singular(w) in asked for w in words):
-                lone = form.kind == "name"
+                lone = form.kind == "name" and _PERSON_ASKED.search(question) is not None
                 out.append(Vital("name", name, words=words, whole_name=lone, any_of=loose))
     return out
 
