@@ -130,6 +130,12 @@ def test_a_range_gives_its_unit_to_both_ends():
             "Ada Quill is often credited, but the painter was Bea Marsh.",
             "Bea Marsh",
         ),
+        (
+            Q_MURAL,
+            "Ada Quill",
+            "Ada Quill trained the painters of the terminal; the answer is Bea Marsh.",
+            "Bea Marsh",
+        ),
     ],
 )
 def test_the_gold_named_on_the_way_to_another_answer(question, gold, response, other):

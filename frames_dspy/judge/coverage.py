@@ -441,10 +441,11 @@ def _anchored(gold_clause: str, commitment: str, question: str) -> bool:
     """Whether the later commitment (up to its answer) answers the question in place of the gold.
 
     It does when the response corrects itself ("had stopped being ...; the capital was X",
-    "actually"), when the later clause repeats the role the gold's clause gave ("... the
-    capital ...; the capital was X"), or when it names the question's own condition (a year, a
-    number) the gold's clause does not ("X in the 2011 census; in 2016 it was Y"). It does not
-    when it moves to another time the question does not name ("later", "in 1990").
+    "actually") or names its answer ("...; the answer is X"), when the later clause repeats
+    the role the gold's clause gave ("... the capital ...; the capital was X"), or when it
+    names the question's own condition (a year, a number) the gold's clause does not ("X in
+    the 2011 census; in 2016 it was Y"). It does not when it moves to another time the
+    question does not name ("later", "in 1990").
     """
     if _CORRECTS.search(gold_clause) or _CORRECTS.search(commitment):
         return True
@@ -455,6 +456,8 @@ def _anchored(gold_clause: str, commitment: str, question: str) -> bool:
         return False
     before = {_norm(w) for w in _WORD.findall(gold_clause)}
     subject = _COMMITS.search(commitment)
+    if subject and re.search(r"\banswer\b", subject.group("subject"), re.IGNORECASE):
+        return True  # "...; the answer is X": said outright
     role = {_norm(w) for w in _WORD.findall(subject.group("subject"))} if subject else set()
     if (role - FUNCTION_WORDS - _PRONOUNS) & before:
         return True
