@@ -1,14 +1,18 @@
 """How the deterministic autorater rules do on hand-labelled items: coverage and precision.
 
-Run ``python -m benchmarks.judge_rules [--labels FILE] [--seed 23] [--json] [--show wrong]`` with
+Run ``python -m benchmarks.judge_rules [--labels FILE] [--seed 23] [--split dev] [--json]
+[--show wrong]`` with
 ``FRAMES_JUDGE_LABELS`` naming the labelled JSONL (in this workspace
 ``../shared/data/judge_dev/judge_dev.jsonl``) or ``--labels`` pointing at it.
 
 It prints coverage (the share of items the rules decide) and precision (the share of those
-verdicts that agree with the label) for all items and for the two halves of a split by question
-(sorted question ids shuffled with ``random.Random(seed)``, by default the project's fixed
-split: the first half is ``dev``, the second is held out and only ever scored), then per rule,
-per response kind, the items the rules get wrong and the items they leave to the LM judge.
+verdicts that agree with the label) on one half of a split by question (sorted question ids
+shuffled with ``random.Random(seed)``, by default the project's fixed split: the first half is
+``dev``, the second is held out and only ever scored), then per rule, per response kind, the
+items the rules get wrong and the items they leave to the LM judge. ``--split`` picks the half:
+``dev`` by default, so that nothing of the held-out half is shown by accident; ``held-out``
+when it is scored; ``all`` for both halves and their sum (``--json`` always holds all three
+totals).
 Nothing is written to disk: the labelled file is read-only and is never copied.
 """
 
@@ -28,6 +32,7 @@ from frames_dspy.judge.labels import (
     RulesReport,
     load_labels,
     score_rules,
+    select_split,
     split_by_question,
 )
 from frames_dspy.judge.rules import RULES
@@ -43,15 +48,19 @@ def _half(report: RulesReport) -> dict[str, Any]:
     }
 
 
-def run(labels: Path, seed: int = SPLIT_SEED) -> dict[str, Any]:
-    """Score the rules on every item and on both halves; a JSON-ready report."""
+def run(labels: Path, seed: int = SPLIT_SEED, split: str = "dev") -> dict[str, Any]:
+    """Score the rules on every item and on both halves; a JSON-ready report.
+
+    The totals cover both halves; per rule, per kind and the items listed are of ``split``.
+    """
     items = load_labels(labels)
     design, held_out = split_by_question(items, seed)
-    full = score_rules(items)
+    full = score_rules(select_split(items, split, seed))
     return {
         "labels": str(labels),
         "seed": seed,
-        "all": _half(full),
+        "split": split,
+        "all": _half(score_rules(items)),
         "design": _half(score_rules(design)),
         "held_out": _half(score_rules(held_out)),
         "per_rule": {
@@ -86,6 +95,8 @@ def run(labels: Path, seed: int = SPLIT_SEED) -> dict[str, Any]:
 def render(report: dict[str, Any], show: str = "wrong") -> str:
     """Markdown tables of a :func:`run` report."""
     named = (("all", "all"), ("dev half", "design"), ("held-out half", "held_out"))
+    shown = {"dev": ("design",), "held-out": ("held_out",)}.get(report.get("split", "all"))
+    named = tuple((n, k) for n, k in named if shown is None or k in shown)
     halves = [
         [
             name,
@@ -98,7 +109,8 @@ def render(report: dict[str, Any], show: str = "wrong") -> str:
         for name, h in ((name, report[key]) for name, key in named)
     ]
     out = [
-        f"labels: {report['labels']} (split seed {report['seed']})",
+        f"labels: {report['labels']} (split seed {report['seed']}; per rule, per kind and items "
+        f"listed: {report['split']})",
         "",
         tabulate(halves, ["items", "n", "decided", "correct", "coverage", "precision"], "github"),
         "",
@@ -150,6 +162,12 @@ def main(argv: list[str] | None = None) -> None:
         default=SPLIT_SEED,
         help="seed of the split by question (default %(default)s)",
     )
+    parser.add_argument(
+        "--split",
+        choices=("dev", "held-out", "all"),
+        default="dev",
+        help="the half whose rules, kinds and items are detailed (default %(default)s)",
+    )
     parser.add_argument("--json", action="store_true", help="print one JSON object")
     parser.add_argument(
         "--show",
@@ -163,7 +181,7 @@ def main(argv: list[str] | None = None) -> None:
         sys.exit(
             f"no labelled file: pass --labels FILE or set {paths.JUDGE_LABELS_ENV} (got {labels!s})"
         )
-    report = run(Path(labels), args.seed)
+    report = run(Path(labels), args.seed, args.split)
     print(json.dumps(report, indent=2) if args.json else render(report, args.show))
 
 

@@ -343,3 +343,21 @@ def test_the_paper_protocol_asks_the_lm_about_everything():
 def test_an_unknown_protocol_is_refused():
     with pytest.raises(ValueError, match="protocol='ballot'; choose one of rules"):
         Autorater(protocol="ballot")
+
+
+def test_an_extracted_number_is_widened_to_its_unit():
+    question = "By how many years does the Orlo charter predate the Vessa charter?"
+    response = "Counting from both founding dates, the charter is older by 7 decades."
+    lm = judge_lm({"answer": "7"})
+    result = Autorater(lm, protocol="rules+extract").judge(question, "7 years", response)
+    assert (result.correct, result.method) == (False, "extract")
+    assert "'7 decades'" in result.explanation
+
+
+def test_an_extracted_span_is_not_judged_for_what_it_leaves_out():
+    question = "When did the Tarn Tower open, and how many years after the great storm?"
+    gold = "It opened on March 3rd, 2009, 13 years after the great storm."
+    response = "The tower opened on 3 March 2009 - which came thirteen years after the storm."
+    lm = judge_lm({"answer": "3 March 2009"}, verdict("TRUE"))
+    result = Autorater(lm, protocol="rules+extract").judge(question, gold, response)
+    assert (result.correct, result.method) == (True, "judge")

@@ -107,10 +107,12 @@ def _benchmark(*args: str) -> subprocess.CompletedProcess:
 
 
 def test_benchmark_prints_tables_and_json(labels):
-    text = _benchmark("--labels", str(labels), "--show", "all")
+    text = _benchmark("--labels", str(labels), "--show", "all", "--split", "all")
     assert text.returncode == 0, text.stderr
     assert "held-out half" in text.stdout
     assert "case 3 [paraphrase, label True] abstain" in text.stdout
+    dev = _benchmark("--labels", str(labels), "--show", "all")  # the dev half only, by default
+    assert "dev half" in dev.stdout and "held-out half" not in dev.stdout
     report = json.loads(_benchmark("--labels", str(labels), "--json").stdout)
     assert report["all"]["decided"] == 3 and report["held_out"]["items"] == 3
 

@@ -111,7 +111,7 @@ ROWS = [
     {"case": 3, "id": 2, "question": "Which chain?", "gold": "Grand Union Bakery",
      "response": "GUB", "label": True, "kind": "paraphrase"},
     {"case": 4, "id": 3, "question": "Which key?", "gold": "C major",
-     "response": "C minor.", "label": False, "kind": "wrong_entity"},
+     "response": "C major's relative minor, A minor.", "label": False, "kind": "wrong_entity"},
     {"case": 5, "id": 2, "question": "Which chain?", "gold": "Grand Union Bakery",
      "response": "Taco Barn", "label": False, "kind": "wrong_entity"},
 ]  # fmt: skip
@@ -141,7 +141,7 @@ def test_validate_json_builds_the_judge_as_evaluate_does(labels, true_judge, cap
     argv = ["validate", "--labels", str(labels), "--judge-model", true_judge, "--json"]
     assert main([*argv, "--judge-protocol", "rules+lm"]) == 0
     out = json.loads(capsys.readouterr().out)
-    assert out["n"] == 5 and out["accuracy"] == 0.8  # C minor is wrongly TRUE
+    assert out["n"] == 5 and out["accuracy"] == 0.8  # A minor is wrongly TRUE
     # labels TRUE 2/5, verdicts TRUE 3/5: p_e = .4 * .6 + .6 * .4 = .48, kappa = .32 / .52
     assert out["kappa"] == pytest.approx(0.32 / 0.52)
     assert out["rules"]["verdicts"] == 3 and out["rules"]["precision"] == 1.0

@@ -33,8 +33,9 @@ from frames_dspy.judge.protocols import (
     ExtractAnswer,
     grounded,
     no_answer,
+    widen,
 )
-from frames_dspy.judge.rules import decide
+from frames_dspy.judge.rules import WHOLE_RESPONSE_RULES, decide
 from frames_dspy.signatures import JudgeAnswer
 
 logger = logging.getLogger(__name__)
@@ -82,7 +83,7 @@ TOP_LOGPROBS = 10
 #: autorater (the overlap guard of earlier versions, another decision mode) is not resumed.
 #: Raise the number when a change to the rules or the judge's prompt changes verdicts.
 #: How the LM is used (the protocol) is recorded beside it as the ``judge_protocol`` setting.
-AUTORATER = "rules+judge/3:" + (
+AUTORATER = "rules+judge/4:" + (
     DEFAULT_DECISION if DEFAULT_DECISION == "text" else f"p_true>={P_TRUE_THRESHOLD:g}"
 )
 
@@ -282,9 +283,10 @@ class Autorater:
         if not grounded(answer, response):
             logger.debug("extracted %r is not in the response; asking for a verdict", answer)
             return None
+        answer = widen(answer, response)
         verdict = decide(question, gold, answer)
-        if verdict is None:
-            return None
+        if verdict is None or verdict.rule in WHOLE_RESPONSE_RULES:
+            return None  # the span may leave out what the response carries elsewhere
         why = f"the response commits to {answer!r}; {verdict.rule}: {verdict.reason}"
         return Judgement(verdict.correct, "extract", why)
 

@@ -35,7 +35,7 @@ from frames_dspy.judge.answer_forms import fold, parse_quantities
 from frames_dspy.judge.gold_forms import analyse_gold
 from frames_dspy.judge.words import FUNCTION_WORDS, NAME_TITLES, PLACE_NOUNS
 
-__all__ = ["gold_name_words", "names_another", "same_name_word"]
+__all__ = ["carries_name", "gold_name_words", "names_another", "same_name_word"]
 
 _WORD = re.compile(r"[A-Za-z][A-Za-z'’]*|\d+(?:[.,]\d+)*")
 # Words that start a sentence or title a name without being the name.
@@ -156,3 +156,15 @@ def names_another(question: str, gold: str, response: str) -> str | None:
     if any(c.startswith(i) for c in capitals for i in gold_initials):
         return None
     return " ".join(dict.fromkeys(names))
+
+
+def carries_name(words: Iterable[str], name: str, response: str) -> bool:
+    """Whether ``response`` carries a name in any form: one of its ``words`` (normalised) in
+    another spelling or inflection, or the initials of ``name`` as written ("GUB", "USA")."""
+    said = _words(response)
+    said_norm = {_norm(w) for w in said if not w[0].isdigit()}
+    if any(same_name_word(word, s) for word in words for s in said_norm):
+        return True
+    initials = _initials(_words(name))
+    capitals = {w.casefold() for w in said if len(w) >= 2 and w.isupper()}
+    return bool(initials & said_norm) or any(c.startswith(i) for c in capitals for i in initials)

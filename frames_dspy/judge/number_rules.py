@@ -21,6 +21,7 @@ from frames_dspy.judge.answer_forms import (
     parse_dates,
 )
 from frames_dspy.judge.answer_forms import parse_quantities as _quantities
+from frames_dspy.judge.coverage import range_gold, range_quantities, ranges
 from frames_dspy.judge.gold_forms import GoldForm
 from frames_dspy.judge.mentions import (
     CONTRAST,
@@ -34,7 +35,7 @@ from frames_dspy.judge.mentions import (
 from frames_dspy.judge.units import BOUNDS, ROUGHLY, UNIT_WORDS
 from frames_dspy.judge.verdict import RuleVerdict
 
-__all__ = ["candidates", "decide_date", "decide_quantity"]
+__all__ = ["candidates", "decide_date", "decide_quantity", "decide_range"]
 
 
 def candidates(form: GoldForm, resp: Response, question: str) -> list[Quantity]:
@@ -256,4 +257,29 @@ def decide_date(form: GoldForm, resp: Response, question: str) -> RuleVerdict | 
         said = resp.text[(partial or years)[0].start : (partial or years)[0].end]
         why = f"the gold is a full date; the response gives only {said!r}"
         return RuleVerdict(False, "year_for_full_date", why)
+    return None
+
+
+# --- ranges ----------------------------------------------------------------------------------
+
+
+def decide_range(gold: str, resp: Response) -> RuleVerdict | None:
+    """A range gold: the same range in any unit of its kind, or its digits in another unit.
+
+    Only a response that gives one range and no other number is decided.
+    """
+    ends = range_gold(gold)
+    found = ranges(resp.text)
+    if ends is None or len(found) != 1 or len(range_quantities(resp.text)) != 2:
+        return None
+    said = found[0]
+    if not _plain(resp, said[0].start, said[1].end):
+        return None
+    relations = [compare_quantities(g, r) for g, r in zip(ends, said, strict=True)]
+    written = resp.text[said[0].start : said[1].end]
+    if all(r in ("same", "close") for r in relations):
+        return RuleVerdict(True, "same_quantity", f"the response gives the gold range {written!r}")
+    if all(r == "unit_or_scale" for r in relations):
+        why = f"the response gives {written!r}: the gold's range in another unit or scale"
+        return RuleVerdict(False, "unit_or_scale_mismatch", why)
     return None

@@ -14,8 +14,11 @@ Three protocols (:data:`JUDGE_PROTOCOLS`):
 
 from __future__ import annotations
 
+import re
+
 import dspy
 
+from frames_dspy.judge.answer_forms import fold, parse_dates, parse_quantities
 from frames_dspy.judge.gold_forms import norm_tokens
 
 __all__ = [
@@ -25,6 +28,7 @@ __all__ = [
     "ExtractAnswer",
     "grounded",
     "no_answer",
+    "widen",
 ]
 
 JUDGE_PROTOCOLS = ("rules+extract", "rules+lm", "lm")
@@ -60,3 +64,25 @@ def grounded(extracted: str, response: str) -> bool:
     """Whether every word of the extracted answer is in the response (no invented answer)."""
     words = norm_tokens(extracted)
     return bool(words) and set(words) <= set(norm_tokens(response))
+
+
+def widen(extracted: str, response: str) -> str:
+    """The extracted answer grown to the whole numbers and dates of the response it cuts.
+
+    A small extractor drops what follows a number ("7" out of "7 decades", "1,200" out of
+    "1,200 km"), which turns another unit into the gold's. Where the answer is found in the
+    response, it is widened to every quantity or date it overlaps; elsewhere it is unchanged.
+    """
+    text = " ".join(fold(response).split())
+    answer = " ".join(fold(extracted).split()).strip(" .\"'")
+    at = text.find(answer) if answer else -1
+    if at < 0:
+        return extracted
+    start, end = at, at + len(answer)
+    spans = [(d.start, d.end) for d in parse_dates(text)]
+    spans += [(q.start, q.end) for q in parse_quantities(text, skip=spans)]
+    for s, e in spans:
+        if s < end and start < e:
+            start, end = min(start, s), max(end, e)
+    widened = text[start:end]
+    return widened if re.search(r"\w", widened) else extracted

@@ -25,6 +25,7 @@ from frames_dspy.judge.answer_forms import (
     fold,
     parse_dates,
 )
+from frames_dspy.judge.coverage import moved_on, range_gold, uncovered
 from frames_dspy.judge.gold_forms import (
     GoldForm,
     Part,
@@ -47,12 +48,17 @@ from frames_dspy.judge.mentions import (
     stated,
 )
 from frames_dspy.judge.names import names_another, same_name_word
-from frames_dspy.judge.number_rules import candidates, decide_date, decide_quantity
+from frames_dspy.judge.number_rules import (
+    candidates,
+    decide_date,
+    decide_quantity,
+    decide_range,
+)
 from frames_dspy.judge.place_names import is_place_name
 from frames_dspy.judge.verdict import RuleVerdict
 from frames_dspy.judge.words import NAME_TITLES
 
-__all__ = ["Case", "PIPELINE", "RULES", "Rule", "RuleVerdict", "decide"]
+__all__ = ["Case", "PIPELINE", "RULES", "Rule", "RuleVerdict", "WHOLE_RESPONSE_RULES", "decide"]
 
 
 #: Rule name -> what it decides (for docs and tables).
@@ -76,7 +82,14 @@ RULES: dict[str, str] = {
     "no_quantity": "FALSE: a count or measure answered with no number, or with years only",
     "different_name": "FALSE: the gold names someone or something and the response carries no "
     "form of that name (no word of it, another spelling, nor its initials)",
+    "moved_on": "FALSE: the response names the gold, then commits to another answer of its kind",
+    "uncovered": "FALSE: a vital part of the gold (a number, full date, name or listed item the "
+    "question asks for) has no trace in the response",
 }
+
+#: Rules that read the whole response for the gold's vital parts; a span the LM extracted from
+#: it may leave out what the response says elsewhere, so they do not judge an extraction.
+WHOLE_RESPONSE_RULES = frozenset({"moved_on", "uncovered"})
 
 # --- response-wide rules ---------------------------------------------------------------------
 
@@ -258,6 +271,9 @@ def _name_forms(core: tuple[str, ...], part: Part, question: str) -> RuleVerdict
             said = " ".join(a for a, _ in pairs)
             why = f"the response puts {said!r} in place of part of {part.text!r}"
             return RuleVerdict(False, "different_name", why)
+    if _shortened(core, gold):
+        why = f"the response is {part.text!r} with middle words left out"
+        return RuleVerdict(True, "stated_answer", why)
     asks_who = re.search(r"\b(?:who|whom|whose)\b", question, re.IGNORECASE)
     if (
         asks_who
@@ -270,6 +286,22 @@ def _name_forms(core: tuple[str, ...], part: Part, question: str) -> RuleVerdict
             True, "stated_answer", f"the response gives the surname of {part.text!r}"
         )
     return None
+
+
+def _shortened(core: tuple[str, ...], gold: tuple[str, ...]) -> bool:
+    """The gold's name with middle words left out, its first and last kept ("Ada Quill" for
+    "Ada Maria Quill", "Sherman Act" for "Sherman Antitrust Act"); no number is left out."""
+    if not 2 <= len(core) < len(gold) or core[0] != gold[0] or core[-1] != gold[-1]:
+        return False
+    if _numeral(gold[-1]) is not None:
+        return False  # "John II" for "John Paul II" is another person of that number
+    middle = list(gold[1:-1])
+    for word in core[1:-1]:  # the kept middle words, in order
+        if word not in middle:
+            return False
+        middle = middle[middle.index(word) + 1 :]
+    dropped = [w for w in gold[1:-1] if w not in core]
+    return not any(_numeral(w) is not None for w in dropped)
 
 
 def _decide_name(form: GoldForm, resp: Response, question: str) -> RuleVerdict | None:
@@ -408,6 +440,20 @@ def _different_name(case: Case) -> RuleVerdict | None:
     return None
 
 
+def _moved_on(case: Case) -> RuleVerdict | None:
+    if found := moved_on(case.question, case.gold, case.resp.raw):
+        other, where = found
+        why = f"the response names the gold on the way, then commits to {other!r} ({where!r})"
+        return RuleVerdict(False, "moved_on", why)
+    return None
+
+
+def _uncovered(case: Case) -> RuleVerdict | None:
+    if missing := uncovered(case.question, case.gold, case.resp.raw):
+        return RuleVerdict(False, "uncovered", f"the response leaves out {missing}")
+    return None
+
+
 def _of_kind(*kinds: str) -> Callable[[Case], bool]:
     return lambda case: case.form.kind in kinds
 
@@ -444,6 +490,13 @@ PIPELINE: tuple[Rule, ...] = (
         ("different_number",),
         _number_in_name,
         guard=lambda c: c.form.kind not in ("quantity", "date"),  # their own rules decide
+    ),
+    Rule(
+        "range",
+        "a range gold: the same range in any unit of its kind, or its digits in another unit",
+        ("same_quantity", "unit_or_scale_mismatch"),
+        lambda c: decide_range(c.gold, c.resp),
+        guard=lambda c: range_gold(c.gold) is not None,
     ),
     Rule(
         "list",
@@ -491,6 +544,18 @@ PIPELINE: tuple[Rule, ...] = (
         "the gold names someone or something the response has no form of",
         ("different_name",),
         _different_name,
+    ),
+    Rule(
+        "moved_on",
+        "the gold named on the way, then another answer of its kind committed to",
+        ("moved_on",),
+        _moved_on,
+    ),
+    Rule(
+        "uncovered",
+        "a vital part of the gold (number, full date, name, listed item) with no trace",
+        ("uncovered",),
+        _uncovered,
     ),
 )
 
