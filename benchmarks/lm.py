@@ -247,7 +247,7 @@ def _pure_overhead(model_path: str, calls: int = 500) -> dict[str, float]:
 def _flash_attention(spec: str, n_ctx: int, prompt: str, repeats: int) -> dict[str, Any]:
     """Prompt tokens/s with llama.cpp's flash attention off and on, same prompt, interleaved.
 
-    Two inline models differing only in ``flash_attn`` (the engine's default is on); each
+    Two inline models differing only in ``flash_attn`` (the engine's default is off); each
     prompt is processed on a cleared KV cache, alternating which goes first.
     """
     llamas = {

@@ -8,8 +8,8 @@ condition to the next, so a change in machine load hits all alike:
 
 * ``plain``: the embedded engine on llama.cpp's plain CPU kernels, without flash attention or
   drafts (how the main command ran when issue 20 measured it);
-* ``flash``: flash attention on, no drafts;
-* ``now``: the engine's defaults (flash attention and prompt-lookup drafts).
+* ``flash``: flash attention on, no drafts (the engine's default after issue 20's first round);
+* ``now``: the engine's defaults (prompt-lookup drafts, no flash attention).
 
 It prints wall seconds per condition and set-up, each set-up's ratio to ``plain``, and how many
 answers each gave alike with ``plain`` (greedy decoding; flash attention and batched drafts sum
@@ -33,21 +33,24 @@ from frames_dspy.run_folder import load_records
 
 SETUPS = {
     "plain": {"flash_attn": False, "lookup_decoding": False},
-    "flash": {"lookup_decoding": False},
+    "flash": {"flash_attn": True, "lookup_decoding": False},
     "now": {},
 }
 
 
-def run(limit: int, conditions: list[str]) -> dict[str, Any]:
-    """Time every condition under both set-ups; returns the report as plain data."""
-    lms = {name: make_lm("local", max_tokens=256, **kwargs) for name, kwargs in SETUPS.items()}
+def run(limit: int, conditions: list[str], setups: list[str] | None = None) -> dict[str, Any]:
+    """Time every condition under each set-up (``plain`` always); returns plain data."""
+    chosen = {
+        name: SETUPS[name] for name in SETUPS if name == "plain" or name in (setups or SETUPS)
+    }
+    lms = {name: make_lm("local", max_tokens=256, **kwargs) for name, kwargs in chosen.items()}
     for lm in lms.values():
         lm.engine.load()  # start-up (probe included) is not what a condition costs
-    seconds: dict[str, dict[str, float]] = {name: {} for name in SETUPS}
-    answers: dict[str, dict[str, dict[int, str]]] = {name: {} for name in SETUPS}
+    seconds: dict[str, dict[str, float]] = {name: {} for name in chosen}
+    answers: dict[str, dict[str, dict[int, str]]] = {name: {} for name in chosen}
     with tempfile.TemporaryDirectory(prefix="bench-main-") as root:
         for i, condition in enumerate(conditions):
-            names = list(SETUPS)
+            names = list(chosen)
             order = names[i % len(names) :] + names[: i % len(names)]
             for name in order:
                 out = Path(root) / f"{name}-{condition}"
@@ -65,7 +68,7 @@ def run(limit: int, conditions: list[str]) -> dict[str, Any]:
         name: sum(
             answers["plain"][c].get(q) == a for c in conditions for q, a in answers[name][c].items()
         )
-        for name in SETUPS
+        for name in chosen
     }
     total = {name: round(sum(row.values()), 1) for name, row in seconds.items()}
     return {
@@ -73,7 +76,7 @@ def run(limit: int, conditions: list[str]) -> dict[str, Any]:
         "conditions": conditions,
         "seconds": seconds,
         "total_seconds": total,
-        "over_plain": {name: round(total[name] / total["plain"], 3) for name in SETUPS},
+        "over_plain": {name: round(total[name] / total["plain"], 3) for name in chosen},
         "same_answers_as_plain": same,
         "answers": sum(len(v) for v in answers["now"].values()),
         "engines": engines,
@@ -104,10 +107,18 @@ def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--limit", type=int, default=2, help="questions per condition")
     parser.add_argument("--conditions", default=",".join(CONDITIONS), help="comma-separated")
+    parser.add_argument(
+        "--setups", default=",".join(SETUPS), help=f"comma-separated, of {', '.join(SETUPS)}"
+    )
     parser.add_argument("--json", action="store_true", help="print one JSON object")
     args = parser.parse_args(argv)
+    unknown = set(args.setups.split(",")) - set(SETUPS)
+    if unknown:
+        parser.error(
+            f"unknown set-up(s) {', '.join(sorted(unknown))}; choose from {', '.join(SETUPS)}"
+        )
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s %(message)s")
-    report = run(args.limit, args.conditions.split(","))
+    report = run(args.limit, args.conditions.split(","), args.setups.split(","))
     print(json.dumps(report, indent=2) if args.json else render(report))
 
 

@@ -37,12 +37,12 @@ def test_model_loads_lazily_once_per_process(fake_llama_cpp, gguf):
     llama = fake_llama_cpp.instances[0]
     assert llama.init_kwargs["n_ctx"] == DEFAULT_N_CTX
     assert llama.init_kwargs["n_threads"] >= 1 and llama.init_kwargs["verbose"] is False
-    assert llama.init_kwargs["flash_attn"] is True
+    assert llama.init_kwargs["flash_attn"] is False
     make_lm(f"local:{gguf}", n_ctx=2048, cache=False)("three")
     assert len(fake_llama_cpp.instances) == 2  # another context size is another model
-    make_lm(f"local:{gguf}", cache=False, flash_attn=False)("four")
+    make_lm(f"local:{gguf}", cache=False, flash_attn=True)("four")
     assert len(fake_llama_cpp.instances) == 3  # and other attention kernels too
-    assert fake_llama_cpp.instances[2].init_kwargs["flash_attn"] is False
+    assert fake_llama_cpp.instances[2].init_kwargs["flash_attn"] is True
 
 
 def test_generation_settings_reach_llama(fake_llama_cpp, gguf):

@@ -137,7 +137,7 @@ def test_loading_sets_drafts_after_the_model(monkeypatch, gguf):
     llama = llama_worker.load_llama(settings, fake)
     assert isinstance(llama, Llama) and type(llama) is not Llama
     assert "draft_model" not in llama.kwargs  # Llama() would keep every prompt logit
-    assert llama.draft_model.n_draft == draft_tokens_for(True)
+    assert llama.draft_model.n_draft == draft_tokens_for(False)
     plain = llama_worker.EngineSettings(
         model_path=str(gguf), n_ctx=512, n_threads=1, flash_attn=False, lookup_decoding=False
     )

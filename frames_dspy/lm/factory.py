@@ -191,7 +191,7 @@ def make_lm(
     n_threads: int | None = None,
     extra_buffers: str | None = None,
     isolation: str | None = None,
-    flash_attn: bool = True,
+    flash_attn: bool = False,
     lookup_decoding: bool = True,
     check_connection: bool = True,
     **kwargs: Any,
@@ -225,8 +225,9 @@ def make_lm(
             ``FRAMES_DSPY_EXTRA_BUFFERS``), ``"on"`` or ``"off"``.
         isolation: Embedded models: ``"process"`` (a worker process, the default: a native
             crash fails one call, not the caller) or ``"inline"`` (this process).
-        flash_attn: Embedded models: llama.cpp's flash attention (about 19% faster prompt
-            processing on CPU; greedy answers can differ in rare near-ties).
+        flash_attn: Embedded models: llama.cpp's flash attention. Off by default: on this
+            CPU it read long prompts 12-20% faster but wrote tokens more slowly and batches of
+            2-63 tokens three times more slowly, which made multi-step conditions slower.
         lookup_decoding: Embedded models: draft tokens copied from the prompt and verify
             them in one batch (faster replies that copy the prompt; same rare near-ties).
         check_connection: Check at once that ``api_base`` accepts connections.

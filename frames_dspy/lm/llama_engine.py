@@ -91,7 +91,7 @@ class LlamaCppEngine:
             :data:`DEFAULT_ISOLATION`.
         extra_buffers: ``"auto"``, ``"on"`` or ``"off"``; None reads ``FRAMES_DSPY_EXTRA_BUFFERS``
             (default ``"auto"``).
-        flash_attn: Use llama.cpp's flash attention (faster prompts on CPU; see
+        flash_attn: Use llama.cpp's flash attention (off by default; see
             :class:`~frames_dspy.lm.llama_worker.EngineSettings`).
         lookup_decoding: Draft tokens copied from the context and verify them in one batch
             (:mod:`~frames_dspy.lm.lookup_decoding`; faster replies that copy the prompt).
@@ -131,7 +131,7 @@ class LlamaCppEngine:
         timeout: float | None = None,
         isolation: str | None = None,
         extra_buffers: str | None = None,
-        flash_attn: bool = True,
+        flash_attn: bool = False,
         lookup_decoding: bool = True,
         llama: Any | None = None,
     ):
@@ -314,7 +314,7 @@ class LlamaCppEngine:
             timeout=state.get("timeout"),
             isolation=state.get("isolation"),
             extra_buffers=state.get("extra_buffers"),
-            flash_attn=state.get("flash_attn", True),
+            flash_attn=state.get("flash_attn", False),
             lookup_decoding=state.get("lookup_decoding", True),
         )
 

@@ -56,9 +56,11 @@ class EngineSettings:
         extra_buffers: Whether llama.cpp may put weights in its extra CPU buffer types (AMX
             tiles, repacked layouts). Faster where they work; ``ggml_backend_amx_mul_mat``
             segfaults on some AMX CPUs, so the engine probes and falls back to False.
-        flash_attn: Whether llama.cpp uses its fused (flash) attention kernel. On CPU it
-            processed 2,000-3,000-token prompts about 19% faster here; it sums in another
-            order, so a greedy answer can differ in rare near-ties.
+        flash_attn: Whether llama.cpp uses its fused (flash) attention kernel. On this CPU it
+            processed 2,000-3,000-token prompts 12-19% faster, but generated tokens about 20%
+            more slowly and took about 35 ms a token for batches of 2-63 tokens (against 12
+            ms without it), so the multi-step conditions ran slower with it; off by default.
+            It sums in another order, so a greedy answer can differ in rare near-ties.
         lookup_decoding: Draft tokens by copying from the context and verify them in one
             batch (:mod:`~frames_dspy.lm.lookup_decoding`); off for calls that record
             log-probabilities.
@@ -71,7 +73,7 @@ class EngineSettings:
     n_threads: int
     seed: int = 0
     extra_buffers: bool = True
-    flash_attn: bool = True
+    flash_attn: bool = False
     lookup_decoding: bool = True
     factory: str = "frames_dspy.lm.llama_worker:build_llama"
 
