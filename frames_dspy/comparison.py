@@ -54,7 +54,16 @@ _IGNORED_SETTINGS = ("out", "threads", "mlflow", "mlflow_experiment", "mlflow_tr
 #: Command-line settings that only shape the programs run. When both runs recorded the spec of
 #: each program they ran (``programs`` in config.json), the specs are compared instead: with
 #: ``--program`` the command line's rounds/k/n_docs are defaults that were never used.
-_SPEC_SETTINGS = ("conditions", "program", "rounds", "k", "n_docs", "include_question", "cot")
+_SPEC_SETTINGS = (
+    "conditions",
+    "program",
+    "rounds",
+    "k",
+    "n_docs",
+    "include_question",
+    "question_docs",
+    "cot",
+)
 
 #: Below this many paired questions a percentile bootstrap interval is too narrow to trust.
 SMALL_N = 30

@@ -31,8 +31,8 @@ __all__ = [
 ]
 
 #: Prompt tokens of each call's fixed part (instructions, field headers, the question).
-QUERY_PROMPT = {"vanilla": 450, "planning": 800}
-QUERY_OUTPUT = {"vanilla": 40, "planning": 150}
+QUERY_PROMPT = {"vanilla": 450, "planning": 800, "titles": 500}
+QUERY_OUTPUT = {"vanilla": 40, "planning": 150, "titles": 40}
 ANSWER_PROMPT = 300
 ANSWER_OUTPUT = 20
 JUDGE_PROMPT = 350
@@ -43,15 +43,17 @@ FOUND_PER_ARTICLE = 40
 FOUND_CAP = 1000
 
 ASSUMPTIONS = (
-    "query call = {q_v}/{q_p} prompt tokens (vanilla/planning) + 40 per article found so far "
-    "(capped at 1000) and {o_v}/{o_p} output; answer call = {a} + the article budget "
-    "(--context-tokens; whole articles always fill it) and {ao} output; judge call = {j} + {jo}, "
-    "assumed for every question (rules settle many without it)"
+    "query call = {q_v}/{q_p}/{q_t} prompt tokens (vanilla/planning/titles) + 40 per article "
+    "found so far (capped at 1000) and {o_v}/{o_p}/{o_t} output; answer call = {a} + the "
+    "article budget (--context-tokens; whole articles always fill it) and {ao} output; "
+    "judge call = {j} + {jo}, assumed for every question (rules settle many without it)"
 ).format(
     q_v=QUERY_PROMPT["vanilla"],
     q_p=QUERY_PROMPT["planning"],
+    q_t=QUERY_PROMPT["titles"],
     o_v=QUERY_OUTPUT["vanilla"],
     o_p=QUERY_OUTPUT["planning"],
+    o_t=QUERY_OUTPUT["titles"],
     a=ANSWER_PROMPT,
     ao=ANSWER_OUTPUT,
     j=JUDGE_PROMPT,
@@ -73,15 +75,25 @@ class QuestionCost:
 
 
 def multihop_cost(
-    rounds: int, k: int, n_docs: int, prompt: str, *, context_tokens: int, include_question: bool
+    rounds: int,
+    k: int,
+    n_docs: int,
+    prompt: str,
+    *,
+    context_tokens: int,
+    include_question: bool,
+    question_docs: int | None = None,
 ) -> QuestionCost:
     """One question of MultiHop: a query call per round (none when the question is the only
     query), then one answer call."""
     writes = k - 1 if include_question else k
+    per_round = k * n_docs
+    if include_question and question_docs is not None:
+        per_round = question_docs + (k - 1) * n_docs
     calls = prompt_tokens = completion = 0.0
     if writes > 0:
         for r in range(rounds):
-            found = min(FOUND_CAP, FOUND_PER_ARTICLE * r * k * n_docs)
+            found = min(FOUND_CAP, FOUND_PER_ARTICLE * r * per_round)
             calls += 1
             prompt_tokens += QUERY_PROMPT[prompt] + found
             completion += QUERY_OUTPUT[prompt]
@@ -97,9 +109,10 @@ def question_cost(spec: ProgramSpec) -> QuestionCost:
             spec.rounds,
             spec.k,
             spec.n_docs,
-            "planning" if spec.planning else "vanilla",
+            spec.query_prompt,
             context_tokens=spec.context_tokens,
             include_question=spec.include_question,
+            question_docs=spec.question_docs,
         )
     articles = spec.context_tokens if spec.takes("context_tokens") else 0
     return QuestionCost(1, ANSWER_PROMPT + (articles or 0), ANSWER_OUTPUT)

@@ -67,8 +67,8 @@ class EvalConfig(ModelDataSettings):
             for a saved program (``program`` names its file).
         split, train, dev, seed: Which questions: all, or one part of the seeded split.
         limit, ids: The first N selected questions, or these ids.
-        rounds, k, n_docs, include_question, cot: Multi-step knobs (``cot`` for every
-            condition).
+        rounds, k, n_docs, include_question, question_docs, cot: Multi-step knobs (``cot``
+            for every condition).
         retrieval_only: Run only the retrieval half of every program (no answer call, so no
             judge call: accuracy is not measured, recall and query tokens are). Recall
             cannot depend on the answer step, so this measures it at a fraction of the cost.
@@ -159,6 +159,16 @@ class EvalConfig(ModelDataSettings):
         group=_WHAT,
         entries=_EVALUATE,
         help="do not use the question itself as one of each round's queries",
+        resume=("evaluate",),
+    )
+    question_docs: int | None = setting(
+        None,
+        kind="positive_int",
+        group=_WHAT,
+        entries=_EVALUATE,
+        help="articles the question's own query brings per round (default: --n-docs, like "
+        "any query); it also fills the slots the written queries leave unused, so a round "
+        "adds exactly question_docs + (k-1) x n_docs articles, comparable with bm25-N",
         resume=("evaluate",),
     )
     cot: bool = setting(
@@ -262,6 +272,11 @@ def _condition_specs(config: EvalConfig) -> dict[str, ProgramSpec]:
             "--retrieval-only runs no answer step, and the naive condition has nothing else: "
             "drop naive from --conditions"
         )
+    if config.question_docs is not None and not config.include_question:
+        raise ValueError(
+            "--question-docs is the question's own budget, and --no-question-query drops the "
+            "question from the queries: give one of the two"
+        )
     specs = {}
     for name in config.conditions:
         if name == "program":
@@ -276,6 +291,7 @@ def _condition_specs(config: EvalConfig) -> dict[str, ProgramSpec]:
             k=config.k,
             n_docs=config.n_docs,
             include_question=config.include_question,
+            question_docs=config.question_docs,
             cot=config.cot,
         )
     return specs

@@ -1,11 +1,14 @@
-"""DSPy signatures: answering, the two query-generation prompts, and the autorater.
+"""DSPy signatures: answering, the query-writing prompts, and the autorater.
 
 The FRAMES paper describes its prompts but does not print them. Everything below is our own
 reconstruction from that description: the vanilla prompt just asks for search queries; the
 search-planning prompt adds worked examples of useful query sequences (written here, not taken
 from FRAMES questions), forbids repeating an earlier query and asks the model to plan step by
-step before it writes the queries. The autorater follows the paper's description of its judge:
-decide whether the response carries the meaning and vital facts of the gold answer.
+step before it writes the queries. ``NameArticles`` is ours, not the paper's: it asks for the
+titles of the Wikipedia articles still missing, since a title is what BM25 finds an article by
+and a small model copies names better than it composes keyword queries. The autorater follows
+the paper's description of its judge: decide whether the response carries the meaning and
+vital facts of the gold answer.
 """
 
 from __future__ import annotations
@@ -19,6 +22,7 @@ __all__ = [
     "AnswerWithContext",
     "GenerateQueries",
     "PlanQueries",
+    "NameArticles",
     "JudgeAnswer",
 ]
 
@@ -84,6 +88,23 @@ class PlanQueries(dspy.Signature):
     n_queries: int = dspy.InputField(desc="how many queries to write")
     plan: str = dspy.OutputField(desc="the facts still missing and how to reach them, briefly")
     queries: list[str] = dspy.OutputField(desc="the new search queries, keywords only")
+
+
+class NameArticles(dspy.Signature):
+    """Name the Wikipedia articles that are still missing for answering the question.
+
+    Each answer needs facts from several articles: the people, places, works, events,
+    organisations or lists the question mentions, and the ones it only describes (the
+    author of a book, the capital of a country, the winner of a prize). Read the question
+    and the articles already found, then write the exact titles of the missing articles,
+    e.g. "Bram Stoker" or "Trinity College Dublin". Prefer a name the found articles reveal
+    over a guess; do not repeat a title already found or already asked for."""
+
+    question: str = dspy.InputField(desc="the question to be answered")
+    found: str = dspy.InputField(desc="articles already retrieved: titles and opening lines")
+    past_queries: list[str] = dspy.InputField(desc="titles already asked for; never repeat one")
+    n_queries: int = dspy.InputField(desc="how many titles to write")
+    queries: list[str] = dspy.OutputField(desc="Wikipedia article titles, one per item")
 
 
 class JudgeAnswer(dspy.Signature):

@@ -13,7 +13,7 @@ from frames_dspy.session import ModelDataSettings
 from frames_dspy.settings import resume_keys, setting, settings_markdown
 from optimize.optimizers import OPTIMIZER_HELP, OPTIMIZERS, OptimizerSettings
 from optimize.pareto import parse_pick
-from optimize.study import OBJECTIVES, PROMPTS, SearchSpace
+from optimize.study import OBJECTIVES, PAPER_PROMPTS, PROMPTS, SearchSpace
 
 __all__ = [
     "COMPILE_EXAMPLES",
@@ -188,12 +188,13 @@ class CompileConfig(ModelDataSettings):
         help="range of articles per query (default 1-10)",
     )
     prompts: tuple[str, ...] = setting(
-        PROMPTS,
+        PAPER_PROMPTS,
         kind="choice_list",
         group=_SEARCH,
         entries=_COMPILE,
         choices=PROMPTS,
-        help="query prompts to try, comma-separated (default vanilla,planning)",
+        help="query prompts to try, comma-separated: vanilla and planning (the paper's), "
+        "titles (ours: the titles of the missing articles) (default vanilla,planning)",
     )
     search_question_query: bool = setting(
         False,
@@ -216,6 +217,16 @@ class CompileConfig(ModelDataSettings):
         group=_SEARCH,
         entries=_COMPILE,
         help="query writer's lead lengths to try, comma-separated (default %(default)s)",
+    )
+    question_docs: tuple[int, ...] = setting(
+        (),
+        kind="int_list",
+        group=_SEARCH,
+        entries=_COMPILE,
+        help="articles the question's own query brings per round, choices to try, "
+        "comma-separated; it also fills the slots the written queries leave unused, so a "
+        "round adds exactly question_docs + (k-1) x n_docs articles (default: unset, the "
+        "question gets n_docs like any query)",
     )
     pick: str = setting(
         "best",
@@ -422,6 +433,7 @@ class CompileConfig(ModelDataSettings):
             else (self.include_question,),
             found_tokens=tuple(self.found_tokens),
             lead_chars=tuple(self.lead_chars),
+            question_docs=tuple(self.question_docs),
         )
 
     def make_teacher(self) -> dspy.BaseLM | None:

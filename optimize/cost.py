@@ -37,6 +37,7 @@ def question_cost(
         params["prompt"],
         context_tokens=context_tokens,
         include_question=bool(params.get("question_query", include_question)),
+        question_docs=params.get("question_docs"),
     )
     return cost.calls, cost.tokens
 

@@ -41,7 +41,8 @@ def gold_query_demos(program, trainset: Sequence[dspy.Example], store) -> list[d
 
     Args:
         program: A :class:`~frames_dspy.programs.MultiHop`; its rounds, k, n_docs,
-            include_question and found view shape the demos, and its retriever searches.
+            question_docs, include_question and found view shape the demos, and its
+            retriever searches.
         trainset: Train examples with ``question`` and ``gold_urls``.
         store: The article store that resolves gold URLs to articles.
 
@@ -66,8 +67,9 @@ def gold_query_demos(program, trainset: Sequence[dspy.Example], store) -> list[d
             wanted = program.k - len(queries)
             if wanted > 0:
                 # What the question itself brings this round is not missing.
+                depth = getattr(program, "question_docs", None) or program.n_docs
                 coming = set(in_context)
-                for hits in retriever.search_many(queries, program.n_docs, exclude=in_context):
+                for hits in retriever.search_many(queries, depth, exclude=in_context):
                     coming.update(hit.article_id for hit in hits)
                 missing = [a.title for a in gold if a.id not in coming and a.title not in past]
                 written = missing[:wanted]
@@ -86,11 +88,9 @@ def gold_query_demos(program, trainset: Sequence[dspy.Example], store) -> list[d
                 past.extend(written)
             if not queries:
                 break
-            for hits in retriever.search_many(queries, program.n_docs, exclude=in_context):
-                for hit in hits:
-                    if hit.article_id not in in_context:
-                        in_context.add(hit.article_id)
-                        context.append(store[hit.article_id])
+            for article_id in program.round_hits(question, queries, in_context):
+                in_context.add(article_id)
+                context.append(store[article_id])
     return demos
 
 

@@ -1,10 +1,10 @@
 """The Optuna side of ``optimize.compile``: search space, LM accounting, scoring, the objective.
 
-A trial picks ``rounds``, ``k``, ``n_docs`` and the query prompt (vanilla or planning), builds
-the :class:`~frames_dspy.programs.MultiHop` program (optionally compiling its prompts with a
-DSPy optimizer on the train split), scores it on the dev split with the autorater, and returns
-two objectives: the chosen one (:data:`OBJECTIVES`: accuracy, recall, or accuracy with ties
-broken by recall; maximised) and tokens per question (minimised).
+A trial picks ``rounds``, ``k``, ``n_docs`` and the query prompt (vanilla, planning or
+titles), builds the :class:`~frames_dspy.programs.MultiHop` program (optionally compiling its
+prompts with a DSPy optimizer on the train split), scores it on the dev split with the
+autorater, and returns two objectives: the chosen one (:data:`OBJECTIVES`: accuracy, recall,
+or accuracy with ties broken by recall; maximised) and tokens per question (minimised).
 
 Tokens per question are *metered* (:class:`frames_dspy.accounting.TokenMeter`): every call
 of the program's LM is counted at 4 characters per token (prompt plus completion), whether or
@@ -57,7 +57,9 @@ __all__ = [
 ]
 
 #: The two query-writing prompts a trial chooses between.
-PROMPTS = ("vanilla", "planning")
+PROMPTS = ("vanilla", "planning", "titles")
+#: The paper's two prompts: what a study tries unless told otherwise.
+PAPER_PROMPTS = PROMPTS[:2]
 
 #: What a study maximises (its second objective is always metered tokens per question).
 OBJECTIVES = {
@@ -78,16 +80,19 @@ class SearchSpace:
     ``question_query`` (whether the question is one of each round's queries),
     ``found_tokens`` (the budget of the found-articles view the query writer reads) and
     ``lead_chars`` (how much of each article's opening it shows) are lists of choices; a
-    one-item list fixes that knob.
+    one-item list fixes that knob. ``question_docs`` (the articles the question's own query
+    brings per round, see :class:`~frames_dspy.programs.MultiHop`) is a list of choices too;
+    empty (the default) leaves it unset: the question gets ``n_docs`` like any query.
     """
 
     rounds: tuple[int, int] = (1, 5)
     k: tuple[int, int] = (1, 5)
     n_docs: tuple[int, int] = (1, 10)
-    prompts: tuple[str, ...] = PROMPTS
+    prompts: tuple[str, ...] = PAPER_PROMPTS
     question_query: tuple[bool, ...] = (True,)
     found_tokens: tuple[int, ...] = (1000,)
     lead_chars: tuple[int, ...] = (120,)
+    question_docs: tuple[int, ...] = ()
 
     def __post_init__(self):
         for name in ("rounds", "k", "n_docs"):
@@ -100,14 +105,14 @@ class SearchSpace:
         for name in ("question_query", "found_tokens", "lead_chars"):
             if not getattr(self, name):
                 raise ValueError(f"search choices for {name} must not be empty")
-        for name in ("found_tokens", "lead_chars"):
+        for name in ("found_tokens", "lead_chars", "question_docs"):
             bad = [v for v in getattr(self, name) if isinstance(v, bool) or v < 1]
             if bad:
                 raise ValueError(f"search choices {name}={bad} must be whole numbers >= 1")
 
     def suggest(self, trial: optuna.Trial) -> dict[str, Any]:
         """Ask the trial for one configuration (parameter names as stored in the study)."""
-        return {
+        params = {
             "rounds": trial.suggest_int("rounds", *self.rounds),
             "k": trial.suggest_int("k", *self.k),
             "n_docs": trial.suggest_int("n_docs", *self.n_docs),
@@ -118,6 +123,11 @@ class SearchSpace:
             "found_tokens": trial.suggest_categorical("found_tokens", list(self.found_tokens)),
             "lead_chars": trial.suggest_categorical("lead_chars", list(self.lead_chars)),
         }
+        if self.question_docs:
+            params["question_docs"] = trial.suggest_categorical(
+                "question_docs", list(self.question_docs)
+            )
+        return params
 
     def configurations(self) -> Iterator[dict[str, Any]]:
         """Every configuration in the space (used by the cost estimate)."""
@@ -134,6 +144,11 @@ class SearchSpace:
                                 "question_query": question_query,
                                 "found_tokens": self.found_tokens[0],
                                 "lead_chars": self.lead_chars[0],
+                                **(
+                                    {"question_docs": self.question_docs[0]}
+                                    if self.question_docs
+                                    else {}
+                                ),
                             }
 
     def as_dict(self) -> dict[str, Any]:
@@ -145,6 +160,8 @@ class SearchSpace:
             "question_query": list(self.question_query),
             "found_tokens": list(self.found_tokens),
             "lead_chars": list(self.lead_chars),
+            # Only when searched, so a study made before the knob existed still resumes.
+            **({"question_docs": list(self.question_docs)} if self.question_docs else {}),
         }
 
 
@@ -160,13 +177,17 @@ def trial_spec(
     ``include_question`` applies when the trial did not choose ``question_query`` (a study
     made before that was searched); the found view keeps the program's defaults likewise.
     """
+    asks_question = bool(params.get("question_query", include_question))
+    question_docs = params.get("question_docs") if asks_question else None
     return ProgramSpec(
         "multihop",
         rounds=int(params["rounds"]),
         k=int(params["k"]),
         n_docs=int(params["n_docs"]),
         planning=params["prompt"] == "planning",
-        include_question=bool(params.get("question_query", include_question)),
+        titles=params["prompt"] == "titles",
+        include_question=asks_question,
+        question_docs=int(question_docs) if question_docs else None,
         cot=cot,
         context_tokens=context_tokens,
         found_tokens=params.get("found_tokens"),

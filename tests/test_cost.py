@@ -40,6 +40,12 @@ def test_multihop_costs_grow_with_rounds_and_not_with_a_question_only_round():
     # The paper's 5 x 5 x 10 with a 100k-token budget: ~100k prompt tokens per question.
     paper = question_cost(ProgramSpec("multihop", context_tokens=100_000))
     assert paper.prompt_tokens > 100_000
+    # The question's own budget grows the found view later rounds read.
+    small = question_cost(ProgramSpec("multihop", rounds=2, **base))
+    wide = question_cost(ProgramSpec("multihop", rounds=2, question_docs=8, **base))
+    assert wide.prompt_tokens - small.prompt_tokens == 40 * (8 - 2)
+    titles = ProgramSpec("multihop", rounds=2, titles=True, **base)
+    assert question_cost(titles).calls == 3
 
 
 def test_embedded_and_unknown_models_have_no_price():

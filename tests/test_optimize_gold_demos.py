@@ -65,6 +65,17 @@ def test_a_later_round_demo_shows_that_rounds_found_view(tiny):
     assert demos[1].found.startswith(f"[1] {person}: ")  # the view the program builds
 
 
+def test_gold_demos_follow_the_questions_own_budget(tiny):
+    # With question_docs the question brings more than n_docs: a gold article within its
+    # first question_docs hits is not missing, so no demo asks for it.
+    examples, store, _, retriever = tiny
+    program = multihop(retriever, k=2, n_docs=1, question_docs=3)
+    for demo in gold_query_demos(program, examples[:4], store):
+        if demo.found == "(nothing yet)":
+            brought = {h.title for h in retriever.search(demo.question, 3)}
+            assert not set(demo.queries) & brought
+
+
 def test_planning_demos_carry_a_plan(tiny):
     examples, store, _, retriever = tiny
     program = multihop(retriever, planning=True, include_question=False, rounds=1)

@@ -245,6 +245,23 @@ def test_a_trials_parameters_become_a_multihop_spec():
     assert trial_spec({"rounds": 1, "k": 1, "n_docs": 1, "prompt": "vanilla"}).planning is False
 
 
+def test_a_trial_can_choose_the_titles_prompt_and_the_questions_own_budget():
+    params = {"rounds": 2, "k": 3, "n_docs": 1, "prompt": "titles", "question_docs": 4}
+    spec = trial_spec(params)
+    assert (spec.titles, spec.planning, spec.question_docs) == (True, False, 4)
+    assert spec.describe() == "multihop titles r2 k3 n1 q4"
+    # Without the question as a query it has no budget of its own.
+    assert trial_spec({**params, "question_query": False}).question_docs is None
+    args = build_parser().parse_args(["--prompts", "titles", "--question-docs", "2,4"])
+    config = CompileConfig(**{k: v for k, v in vars(args).items() if k not in ("quiet", "verbose")})
+    space = config.search_space()
+    assert space.prompts == ("titles",) and space.question_docs == (2, 4)
+    assert space.as_dict()["question_docs"] == [2, 4]
+    assert [c["question_docs"] for c in space.configurations()][:1] == [2]
+    # Unsearched, the knob stays out of the study's record (older studies still resume).
+    assert "question_docs" not in SearchSpace().as_dict()
+
+
 def test_a_dev_score_per_question():
     empty = DevScore(wanted=3)
     assert (empty.accuracy, empty.tokens_per_q, empty.complete) == (0.0, 0.0, False)

@@ -496,6 +496,43 @@ def test_multihop_rejects_bad_settings(store):
         MultiHop(retriever, context_tokens=0)
 
 
+def test_multihop_question_docs_fills_what_the_written_queries_leave(store):
+    # With question_docs the question brings its own budget and takes the slots the written
+    # queries leave: a dropped repeat costs no article, each round adds exactly 2 + 1 x 1.
+    table = {**ROUND_TABLE, QUESTION: ["bell", "phone", "moon", "scotland", "etna", "forth"]}
+    retriever = ScriptedRetriever(store, table)
+    lm = DummyLM(
+        [{"queries": ["Bell birthplace"]}, {"queries": ["Bell birthplace"]}, {"answer": "x"}]
+    )
+    program = MultiHop(
+        retriever,
+        rounds=2,
+        k=2,
+        n_docs=1,
+        planning=False,
+        titles=True,
+        question_docs=2,
+        context_tokens=500,
+    )
+    pred = run(program, lm, question=QUESTION)
+    assert pred.context_ids == [
+        ["phone", "moon", "bell"],
+        ["phone", "moon", "bell", "scotland", "etna", "forth"],
+    ]
+    assert pred.queries == [[QUESTION, "Bell birthplace"], [QUESTION]]
+    assert pred.query_stats["dropped_repeats"] == 1
+    assert "Name the Wikipedia articles" in lm.history[0]["messages"][0]["content"]
+    assert program.spec.describe() == "multihop titles r2 k2 n1 q2"
+
+
+def test_multihop_rejects_titles_with_planning_and_question_docs_without_the_question(store):
+    retriever = ScriptedRetriever(store, {})
+    with pytest.raises(ValueError, match="titles and planning"):
+        MultiHop(retriever, titles=True, planning=True, context_tokens=500)
+    with pytest.raises(ValueError, match="question_docs=3 needs the question"):
+        MultiHop(retriever, question_docs=3, include_question=False, context_tokens=500)
+
+
 # --- building, saving, loading ----------------------------------------------------------------
 
 

@@ -25,7 +25,8 @@ class Condition:
         summary: One line on what the program does (help texts and tables).
         paper: Gemini-Pro-1.5's accuracy on all 824 questions in the FRAMES paper, if reported.
         knobs: Settings a run's options (``--rounds``, ``--k``, ``--n-docs``,
-            ``--no-question-query``, ``--cot``) may change; the others define the condition.
+            ``--no-question-query``, ``--question-docs``, ``--cot``) may change; the others
+            define the condition.
     """
 
     spec: ProgramSpec
@@ -40,7 +41,7 @@ class Condition:
         )
 
 
-_MULTIHOP_KNOBS = ("rounds", "k", "n_docs", "include_question", "cot")
+_MULTIHOP_KNOBS = ("rounds", "k", "n_docs", "include_question", "question_docs", "cot")
 
 #: Condition name -> :class:`Condition`, in the paper's order. Paper figures: Gemini-Pro-1.5
 #: with the naive prompt, BM25-R with 4 documents, the oracle prompt, and multi-step retrieval

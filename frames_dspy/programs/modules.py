@@ -36,6 +36,7 @@ from frames_dspy.signatures import (
     AnswerFromKnowledge,
     AnswerWithContext,
     GenerateQueries,
+    NameArticles,
     PlanQueries,
 )
 
@@ -330,9 +331,16 @@ class MultiHop(_FramesProgram):
         n_docs: Articles retrieved per query (the paper: 10).
         planning: Use the search-planning prompt (examples, no repeats, step by step) and drop
             queries that repeat an earlier round's.
+        titles: Ask for the titles of the missing articles (``NameArticles``) instead of
+            keyword queries, and drop titles asked for in an earlier round.
         include_question: Make the question itself one of each round's ``k`` queries. Small
             models often echo the question or answer it instead of writing queries; the
             question keeps retrieval useful whatever they write.
+        question_docs: With the question as a query: the articles it brings per round (None:
+            ``n_docs``, like any query). It also takes the slots the written queries leave
+            unused (too few written, repeats dropped, hits already in context), so every
+            round adds exactly ``question_docs + (k - 1) * n_docs`` articles and the program
+            compares with ``bm25-N`` at one article count.
         context_tokens: Budget of the answer prompt's article field.
         found_tokens: Budget of the compact view (titles and leads) that query writing sees.
         lead_chars: Characters of each article's opening shown in that view.
@@ -350,7 +358,9 @@ class MultiHop(_FramesProgram):
         k: int = 5,
         n_docs: int = 10,
         planning: bool = True,
+        titles: bool = False,
         include_question: bool = True,
+        question_docs: int | None = None,
         context_tokens: int | None = None,
         found_tokens: int = 1000,
         lead_chars: int = 120,
@@ -360,13 +370,45 @@ class MultiHop(_FramesProgram):
         for name, value in (("rounds", rounds), ("k", k), ("n_docs", n_docs)):
             if value < 1:
                 raise ValueError(f"{name}={value} must be at least 1")
+        if titles and planning:
+            raise ValueError(
+                "titles and planning are two query prompts; choose one (planning=False)"
+            )
+        if question_docs is not None and (question_docs < 1 or not include_question):
+            raise ValueError(
+                f"question_docs={question_docs} needs the question as one of the queries "
+                "(include_question) and must be at least 1"
+            )
         self.retriever = retriever
         self.rounds, self.k, self.n_docs = rounds, k, n_docs
         self.planning = planning
+        self.titles = titles
         self.include_question = include_question
+        self.question_docs = question_docs
         self.found_tokens = found_tokens
         self.lead_chars = lead_chars
-        self.generate = dspy.Predict(PlanQueries if planning else GenerateQueries)
+        signature = NameArticles if titles else PlanQueries if planning else GenerateQueries
+        self.generate = dspy.Predict(signature)
+
+    def round_hits(self, question: str, queries: Sequence[str], in_context: set[str]) -> list[str]:
+        """The new article ids one round's ``queries`` bring, in the order they join the
+        context (with ``question_docs``: the question's first, then the written queries')."""
+        budgeted = self.question_docs is not None and queries[:1] == [question]
+        written = queries[1:] if budgeted else queries
+        fresh: list[str] = []
+        for hits in self.retriever.search_many(written, self.n_docs, exclude=in_context):
+            for hit in hits:
+                if hit.article_id not in in_context and hit.article_id not in fresh:
+                    fresh.append(hit.article_id)
+        if not budgeted:
+            return fresh
+        slots = self.question_docs + (self.k - 1) * self.n_docs - len(fresh)
+        taken = in_context | set(fresh)
+        own: list[str] = []
+        for hit in self.retriever.search_many([question], max(0, slots), exclude=taken)[0]:
+            if hit.article_id not in taken and hit.article_id not in own:
+                own.append(hit.article_id)
+        return own + fresh
 
     def found_view(self, articles: Sequence[Article]) -> str:
         # Append-only: a later round's view extends the earlier one, so a prefix cache helps.
@@ -415,7 +457,7 @@ class MultiHop(_FramesProgram):
                         limit=wanted,
                         taken=queries,
                         past=past,
-                        drop_repeats=self.planning,
+                        drop_repeats=self.planning or self.titles,
                     )
                     for key, value in counts.items():
                         stats[key] += value
@@ -427,12 +469,9 @@ class MultiHop(_FramesProgram):
                     past.extend(kept)
                 if not queries:
                     queries = [question]
-                results = self.retriever.search_many(queries, self.n_docs, exclude=in_context)
-                for hits in results:
-                    for hit in hits:
-                        if hit.article_id not in in_context:
-                            in_context.add(hit.article_id)
-                            context.append(store[hit.article_id])
+                for article_id in self.round_hits(question, queries, in_context):
+                    in_context.add(article_id)
+                    context.append(store[article_id])
                 per_round_ids.append([a.id for a in context])
                 per_round_queries.append(queries)
                 _note_round(per_round_ids[-1], queries)

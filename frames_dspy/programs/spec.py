@@ -45,7 +45,15 @@ def kind_settings(kind: str) -> dict[str, Any]:
     return dict(_KINDS[kind])
 
 
-_POSITIVE = ("rounds", "k", "n_docs", "context_tokens", "found_tokens", "lead_chars")
+_POSITIVE = (
+    "rounds",
+    "k",
+    "n_docs",
+    "question_docs",
+    "context_tokens",
+    "found_tokens",
+    "lead_chars",
+)
 
 
 @dataclass(frozen=True)
@@ -58,7 +66,11 @@ class ProgramSpec:
         k: Queries per round (the question itself may be one of them).
         n_docs: Articles retrieved per query (``bm25``: for the question).
         planning: The search-planning query prompt (and repeated queries dropped).
+        titles: The article-title query prompt (``NameArticles``; repeats dropped).
         include_question: The question is one of each round's queries.
+        question_docs: Articles the question's own query brings per round; None: ``n_docs``
+            like any query. When set, the question also takes the slots the written queries
+            leave unused, so a round adds exactly ``question_docs + (k - 1) * n_docs``.
         cot: Answer with chain of thought.
         context_tokens: Token budget of the articles in the answer prompt; None until the
             model is known (a run derives it from the model's window).
@@ -71,7 +83,9 @@ class ProgramSpec:
     k: int | None = None
     n_docs: int | None = None
     planning: bool | None = None
+    titles: bool | None = None
     include_question: bool | None = None
+    question_docs: int | None = None
     cot: bool | None = None
     context_tokens: int | None = None
     found_tokens: int | None = None
@@ -138,11 +152,16 @@ class ProgramSpec:
         """A copy with ``changes`` applied (validated like a new spec)."""
         return dataclasses.replace(self, **changes)
 
+    @property
+    def query_prompt(self) -> str:
+        """A multi-step program's query prompt: ``titles``, ``planning`` or ``vanilla``."""
+        return "titles" if self.titles else "planning" if self.planning else "vanilla"
+
     def describe(self) -> str:
-        """A short label, e.g. ``multihop planning r3 k2 n4``."""
+        """A short label, e.g. ``multihop planning r3 k2 n4`` (``q8``: question_docs)."""
         if self.kind == "multihop":
-            style = "planning" if self.planning else "vanilla"
-            return f"multihop {style} r{self.rounds} k{self.k} n{self.n_docs}"
+            label = f"multihop {self.query_prompt} r{self.rounds} k{self.k} n{self.n_docs}"
+            return label + (f" q{self.question_docs}" if self.question_docs else "")
         if self.kind == "bm25":
             return f"bm25 n{self.n_docs}"
         if self.kind == "phrases":
