@@ -67,7 +67,7 @@ def gold_query_demos(program, trainset: Sequence[dspy.Example], store) -> list[d
             wanted = program.k - len(queries)
             if wanted > 0:
                 # What the question itself brings this round is not missing.
-                depth = getattr(program, "question_docs", None) or program.n_docs
+                depth = program.question_docs or program.n_docs
                 coming = set(in_context)
                 for hits in retriever.search_many(queries, depth, exclude=in_context):
                     coming.update(hit.article_id for hit in hits)

@@ -395,20 +395,18 @@ class MultiHop(_FramesProgram):
         context (with ``question_docs``: the question's first, then the written queries')."""
         budgeted = self.question_docs is not None and queries[:1] == [question]
         written = queries[1:] if budgeted else queries
-        fresh: list[str] = []
-        for hits in self.retriever.search_many(written, self.n_docs, exclude=in_context):
-            for hit in hits:
-                if hit.article_id not in in_context and hit.article_id not in fresh:
-                    fresh.append(hit.article_id)
+        fresh = self._new_ids(written, self.n_docs, in_context)
         if not budgeted:
             return fresh
         slots = self.question_docs + (self.k - 1) * self.n_docs - len(fresh)
-        taken = in_context | set(fresh)
-        own: list[str] = []
-        for hit in self.retriever.search_many([question], max(0, slots), exclude=taken)[0]:
-            if hit.article_id not in taken and hit.article_id not in own:
-                own.append(hit.article_id)
-        return own + fresh
+        return self._new_ids([question], max(0, slots), in_context | set(fresh)) + fresh
+
+    def _new_ids(self, queries: Sequence[str], n: int, skip: set[str]) -> list[str]:
+        # A retriever may return skipped ids anyway; each id is kept once, in hit order.
+        ids: list[str] = []
+        for hits in self.retriever.search_many(queries, n, exclude=skip):
+            ids.extend(h.article_id for h in hits if h.article_id not in skip)
+        return list(dict.fromkeys(ids))
 
     def found_view(self, articles: Sequence[Article]) -> str:
         # Append-only: a later round's view extends the earlier one, so a prefix cache helps.
