@@ -102,10 +102,11 @@ def multihop_cost(
     )
 
 
-def question_cost(spec: ProgramSpec) -> QuestionCost:
-    """One question of any program (its spec's budget must be set for kinds with articles)."""
+def question_cost(spec: ProgramSpec, *, answer: bool = True) -> QuestionCost:
+    """One question of any program (its spec's budget must be set for kinds with articles);
+    ``answer=False``: the retrieval half alone (``--retrieval-only``), no answer call."""
     if spec.kind == "multihop":
-        return multihop_cost(
+        cost = multihop_cost(
             spec.rounds,
             spec.k,
             spec.n_docs,
@@ -114,6 +115,15 @@ def question_cost(spec: ProgramSpec) -> QuestionCost:
             include_question=spec.include_question,
             question_docs=spec.question_docs,
         )
+        if answer:
+            return cost
+        return QuestionCost(
+            cost.calls - 1,
+            cost.prompt_tokens - ANSWER_PROMPT - spec.context_tokens,
+            cost.completion_tokens - ANSWER_OUTPUT,
+        )
+    if not answer:
+        return QuestionCost(0, 0, 0)
     articles = spec.context_tokens if spec.takes("context_tokens") else 0
     return QuestionCost(1, ANSWER_PROMPT + (articles or 0), ANSWER_OUTPUT)
 
@@ -173,21 +183,29 @@ class SpendMeter:
 
 
 def estimate_lines(
-    specs: Mapping[str, ProgramSpec], todo: Mapping[str, int], program: Pricer, judge: Pricer
+    specs: Mapping[str, ProgramSpec],
+    todo: Mapping[str, int],
+    program: Pricer,
+    judge: Pricer,
+    *,
+    retrieval_only: bool = False,
 ) -> list[str]:
-    """The printed estimate: LM calls, tokens and dollars per condition and in all."""
-    lines = ["Cost estimate before any LM call (rough; program + judge LM):"]
+    """The printed estimate: LM calls, tokens and dollars per condition and in all
+    (``retrieval_only``: the query calls alone, no answer or judge call)."""
+    head = "query calls only" if retrieval_only else "program + judge LM"
+    lines = [f"Cost estimate before any LM call (rough; {head}):"]
+    judged = 0 if retrieval_only else 1
     total_calls = total_tokens = 0.0
     total_dollars: float | None = None
     for label, spec in specs.items():
         n = todo.get(label, 0)
-        one = question_cost(spec)
-        calls = n * (one.calls + 1)
-        prompt = n * (one.prompt_tokens + JUDGE_PROMPT)
-        completion = n * (one.completion_tokens + JUDGE_OUTPUT)
+        one = question_cost(spec, answer=not retrieval_only)
+        calls = n * (one.calls + judged)
+        prompt = n * (one.prompt_tokens + judged * JUDGE_PROMPT)
+        completion = n * (one.completion_tokens + judged * JUDGE_OUTPUT)
         dollars = [
             program(n * one.prompt_tokens, n * one.completion_tokens),
-            judge(n * JUDGE_PROMPT, n * JUDGE_OUTPUT),
+            judge(n * judged * JUDGE_PROMPT, n * judged * JUDGE_OUTPUT),
         ]
         priced = [d for d in dollars if d is not None]
         money = f"  ~${sum(priced):,.2f}" if priced else ""

@@ -489,11 +489,15 @@ def run_evaluation(
     done = run.done()
     todo = {label: [ex for ex in selected if (label, ex.id) not in done] for label in programs}
     built = {label: program.spec for label, program in programs.items()}
-    for line in estimate_lines(built, {k: len(v) for k, v in todo.items()}, *pricers):
+    counts = {k: len(v) for k, v in todo.items()}
+    for line in estimate_lines(built, counts, *pricers, retrieval_only=settings.retrieval_only):
         say(line)
     spend = SpendMeter(*pricers)
     budget = CallBudget(settings.max_lm_calls)
-    weights = {label: question_cost(spec).tokens + 400 for label, spec in built.items()}
+    weights = {
+        label: question_cost(spec, answer=not settings.retrieval_only).tokens + 400
+        for label, spec in built.items()
+    }
     bar = RunProgress({k: len(v) for k, v in todo.items()}, weights, spend=spend, enabled=progress)
 
     def stop() -> str | None:

@@ -9,6 +9,7 @@ from frames_dspy.cost import (
     ANSWER_PROMPT,
     JUDGE_PROMPT,
     Pricer,
+    QuestionCost,
     SpendMeter,
     estimate_lines,
     question_cost,
@@ -89,3 +90,18 @@ def test_estimate_lines_name_every_condition_and_the_total():
     assert "no price known" in text and "assumptions:" in text
     naive_line = next(line for line in lines if "naive" in line)
     assert f"{10 * (ANSWER_PROMPT + JUDGE_PROMPT + 80):,}" in naive_line  # naive + judge
+
+
+def test_retrieval_only_estimates_count_the_query_calls_alone():
+    spec = ProgramSpec("multihop", rounds=2, k=3, n_docs=1, context_tokens=2000)
+    whole, half = question_cost(spec), question_cost(spec, answer=False)
+    assert (whole.calls, half.calls) == (3, 2)
+    assert whole.prompt_tokens - half.prompt_tokens == ANSWER_PROMPT + 2000
+    assert question_cost(ProgramSpec("bm25", n_docs=4, context_tokens=2000), answer=False) == (
+        QuestionCost(0, 0, 0)
+    )
+    lines = estimate_lines(
+        {"program": spec}, {"program": 10}, Pricer(None), Pricer(None), retrieval_only=True
+    )
+    assert "query calls only" in lines[0]
+    assert "~      20 LM calls" in lines[1]  # 2 query calls a question, no answer, no judge
