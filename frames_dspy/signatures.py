@@ -96,9 +96,9 @@ class NameArticles(dspy.Signature):
     Each answer needs facts from several articles: the people, places, works, events,
     organisations or lists the question mentions, and the ones it only describes (the
     author of a book, the capital of a country, the winner of a prize). Read the question
-    and the articles already found, then write the exact titles of the missing articles,
-    e.g. "Bram Stoker" or "Trinity College Dublin". Prefer a name the found articles reveal
-    over a guess; do not repeat a title already found or already asked for."""
+    and the articles already found, then write the exact titles of the missing articles: a
+    person's full name, a place's name, a work's or an event's title. Prefer a name the found
+    articles reveal over a guess; do not repeat a title already found or already asked for."""
 
     question: str = dspy.InputField(desc="the question to be answered")
     found: str = dspy.InputField(desc="articles already retrieved: titles and opening lines")
