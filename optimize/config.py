@@ -86,7 +86,7 @@ class CompileConfig(ModelDataSettings):
             ``recall`` or ``accuracy+recall`` (see :data:`optimize.study.OBJECTIVES`).
         optimizer: One of :data:`optimize.optimizers.OPTIMIZERS`.
         teacher_model: An LM spec (as ``--model``) that bootstraps demos (bootstrap-rs,
-            MIPROv2: DSPy's ``teacher_settings``) and writes the optimizers' prompts
+            gold-bootstrap, MIPROv2: DSPy's ``teacher_settings``) and writes the optimizers' prompts
             (MIPROv2's ``prompt_model``, GEPA's reflection, SIMBA's rules); None leaves
             bootstrapping to the program's model and prompt writing to the judge's. It is
             never the judge.
@@ -255,8 +255,9 @@ class CompileConfig(ModelDataSettings):
         None,
         group=_PROMPTS,
         entries=_COMPILE,
-        help="LM (as --model) that bootstraps demos (bootstrap-rs, mipro) and writes the "
-        "optimizers' prompts, instead of the program's model and the judge; e.g. local-1.5b",
+        help="LM (as --model) that bootstraps demos (bootstrap-rs, gold-bootstrap, mipro) and "
+        "writes the optimizers' prompts, instead of the program's model and the judge; e.g. "
+        "local-1.5b",
     )
     optimize_in_trials: bool = setting(
         False,

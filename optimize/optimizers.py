@@ -29,6 +29,7 @@ __all__ = [
     "OPTIMIZER_HELP",
     "OptimizerSettings",
     "ObjectiveMetric",
+    "QueriesFoundMore",
     "FeedbackMetric",
     "compile_program",
     "trim_demos",
@@ -44,14 +45,18 @@ OPTIMIZERS = {
     "simba": "dspy.SIMBA (self-reflective rules, and demos unless instructions-only)",
     "gold-demos": "dspy.LabeledFewShot with query-writer demos built from the train split's "
     "gold articles (the titles still missing each round; no LM call)",
+    "gold-bootstrap": "dspy.BootstrapFewShot run by a teacher that holds gold-demos: the "
+    "teacher program (--teacher-model, gold demos in its prompt) runs train questions until "
+    "its written queries found a gold article the question alone misses, and those rounds "
+    "become the demos",
 }
 
 #: ``--optimizer``'s help: the choices, and which model writes the optimizers' prompts.
 OPTIMIZER_HELP = (
     "; ".join(f"{name}: {what}" for name, what in OPTIMIZERS.items())
     + ". The optimizer's own prompt writing (MIPROv2's proposals, GEPA's reflection, SIMBA's "
-    "rules) uses --teacher-model if given, else --judge-model; bootstrap-rs and MIPROv2 also "
-    "bootstrap their demos with --teacher-model"
+    "rules) uses --teacher-model if given, else --judge-model; bootstrap-rs, gold-bootstrap "
+    "and MIPROv2 also bootstrap their demos with --teacher-model"
 )
 
 
@@ -91,7 +96,7 @@ class OptimizerSettings:
             )
         if self.max_demos < 0:
             raise ValueError(f"max_demos={self.max_demos} must be >= 0")
-        if self.name in ("bootstrap-rs", "gold-demos") and self.max_demos == 0:
+        if self.name in ("bootstrap-rs", "gold-demos", "gold-bootstrap") and self.max_demos == 0:
             raise ValueError(
                 f"{self.name} only adds demos, so max_demos=0 would leave the program "
                 "unchanged; set --max-demos 1 or more, or choose --optimizer mipro/gepa/simba"
@@ -229,6 +234,27 @@ class FeedbackMetric:
         return dspy.Prediction(score=score, feedback=" ".join(parts))
 
 
+class QueriesFoundMore:
+    """Whether a run's written queries found a gold article the question alone misses.
+
+    True when the final context holds a gold article (one the store resolves) that BM25 on
+    the question does not return in its top N, N being the final context's size: the
+    bootstrapping test of ``gold-bootstrap``, so a demo shows queries that added something
+    rather than a round the question's own articles settled.
+    """
+
+    def __init__(self, retriever, store):
+        self.retriever, self.store = retriever, store
+
+    def __call__(self, example: Any, pred: Any, trace: Any = None) -> bool:
+        final = _final_context(pred)
+        gold = {a.id for a in self.store.resolve_many(example.get("gold_urls", []))}
+        if not final or not gold:
+            return False
+        alone = {h.article_id for h in self.retriever.search(example.question, len(final))}
+        return bool((gold & set(final)) - alone)
+
+
 def _cut(value: Any, limit: int) -> Any:
     if isinstance(value, str) and len(value) > limit:
         return value[:limit].rstrip() + " …"
@@ -324,11 +350,21 @@ def _run_optimizer(program, trainset, settings, autorater, lm, prompt_lm, store,
     demos = settings.demos
     threads = max(1, settings.threads)
     metric = ObjectiveMetric(settings.objective, autorater, store, n=len(trainset))
+    if name in ("gold-demos", "gold-bootstrap") and store is None:
+        raise ValueError(f"--optimizer {name} needs the article store (the gold articles)")
     if name == "gold-demos":
-        if store is None:
-            raise ValueError("--optimizer gold-demos needs the article store (the gold articles)")
         return with_gold_demos(program, trainset, store, demos=demos, seed=settings.seed)
     with dspy.context(lm=lm):
+        if name == "gold-bootstrap":
+            taught = with_gold_demos(program, trainset, store, demos=demos, seed=settings.seed)
+            optimizer = dspy.BootstrapFewShot(
+                metric=QueriesFoundMore(program.retriever, store),
+                max_bootstrapped_demos=demos,
+                max_labeled_demos=0,
+                max_rounds=1,
+                **teacher,
+            )
+            return optimizer.compile(program, teacher=taught, trainset=trainset)
         if name == "bootstrap-rs":
             optimizer = dspy.BootstrapFewShotWithRandomSearch(
                 metric=metric,
@@ -424,6 +460,8 @@ def rough_calls(settings: OptimizerSettings, *, n_train: int, calls_per_q: float
         return 0.0
     if settings.name == "bootstrap-rs":
         return per_q * n * (2 * settings.candidates + 3)
+    if settings.name == "gold-bootstrap":
+        return per_q * n  # the teacher runs train questions until enough demos pass
     if settings.name == "mipro":
         valset = max(1, int(n * 0.8))
         trials = settings.budget or (10 if settings.demos == 0 else 20)

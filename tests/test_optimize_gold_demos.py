@@ -19,7 +19,7 @@ from frames_dspy.programs import build_program
 from optimize.compile import build_parser
 from optimize.config import CompileConfig
 from optimize.gold_demos import gold_query_demos, with_gold_demos
-from optimize.optimizers import OptimizerSettings, compile_program
+from optimize.optimizers import OptimizerSettings, QueriesFoundMore, compile_program
 
 
 def multihop(retriever, **settings):
@@ -279,3 +279,49 @@ def test_demos_a_writer_could_read_off_its_inputs_come_first(tiny):
     compiled = with_gold_demos(program, examples[:6], store, demos=6, seed=0)
     flags = [reachable(d) for d in compiled.generate.demos]
     assert flags == sorted(flags, reverse=True)  # every readable demo before any other
+
+
+def test_queries_found_more_asks_for_a_gold_article_the_question_alone_misses(tiny):
+    examples, store, _, retriever = tiny
+    metric = QueriesFoundMore(retriever, store)
+    example = examples[0]
+    alone = [h.article_id for h in retriever.search(example.question, 2)]
+    gold = [a.id for a in store.resolve_many(example.gold_urls)]
+    missed = [g for g in gold if g not in alone]
+    assert missed  # the town is named only in the person's article
+    assert metric(example, dspy.Prediction(context_ids=[alone])) is False
+    assert metric(example, dspy.Prediction(context_ids=[[alone[0]], [alone[0], missed[0]]]))
+    assert metric(example, dspy.Prediction(context_ids=[])) is False
+
+
+def test_gold_bootstrap_runs_a_taught_teacher_and_keeps_rounds_that_found_more(tiny):
+    examples, store, knowledge, retriever = tiny
+    lm, teacher = FakeLM(knowledge), FakeLM(knowledge)
+    train = examples[:6]
+    compiled = compile_program(
+        multihop(retriever),
+        train,
+        settings=OptimizerSettings(name="gold-bootstrap", objective="recall", max_demos=2),
+        autorater=Autorater(lm),
+        lm=lm,
+        teacher_lm=teacher,
+        store=store,
+    )
+    assert lm.history == [] and teacher.history  # the teacher ran the train questions
+    # The teacher's query writer held gold demos: their titles reach its prompt.
+    gold_demos = with_gold_demos(multihop(retriever), train, store, demos=2).generate.demos
+    first = teacher.history[0]["messages"]
+    assert all(any(d.question in m["content"] for m in first) for d in gold_demos)
+    demos = compiled.generate.demos
+    assert 1 <= len(demos) <= 2 and compiled.answer_step
+    # Each demo is a round the teacher wrote (its queries), from a run that found more.
+    metric = QueriesFoundMore(retriever, store)
+    by_question = {e.question: e for e in train}
+    for demo in demos:
+        example = by_question[demo["question"] if isinstance(demo, dict) else demo.question]
+        run = multihop(retriever)
+        with dspy.context(lm=teacher):
+            taught = with_gold_demos(run, train, store, demos=2)
+            assert metric(example, taught(question=example.question))
+    with pytest.raises(ValueError, match="gold-bootstrap only adds demos"):
+        OptimizerSettings(name="gold-bootstrap", max_demos=0)
