@@ -83,9 +83,10 @@ def multihop_cost(
     context_tokens: int,
     include_question: bool,
     question_docs: int | None = None,
+    answer: bool = True,
 ) -> QuestionCost:
     """One question of MultiHop: a query call per round (none when the question is the only
-    query), then one answer call."""
+    query), then one answer call (none with ``answer=False``: the retrieval half alone)."""
     writes = k - 1 if include_question else k
     per_round = k * n_docs
     if include_question and question_docs is not None:
@@ -97,6 +98,8 @@ def multihop_cost(
             calls += 1
             prompt_tokens += QUERY_PROMPT[prompt] + found
             completion += QUERY_OUTPUT[prompt]
+    if not answer:
+        return QuestionCost(calls, prompt_tokens, completion)
     return QuestionCost(
         calls + 1, prompt_tokens + ANSWER_PROMPT + context_tokens, completion + ANSWER_OUTPUT
     )
@@ -106,7 +109,7 @@ def question_cost(spec: ProgramSpec, *, answer: bool = True) -> QuestionCost:
     """One question of any program (its spec's budget must be set for kinds with articles);
     ``answer=False``: the retrieval half alone (``--retrieval-only``), no answer call."""
     if spec.kind == "multihop":
-        cost = multihop_cost(
+        return multihop_cost(
             spec.rounds,
             spec.k,
             spec.n_docs,
@@ -114,13 +117,7 @@ def question_cost(spec: ProgramSpec, *, answer: bool = True) -> QuestionCost:
             context_tokens=spec.context_tokens,
             include_question=spec.include_question,
             question_docs=spec.question_docs,
-        )
-        if answer:
-            return cost
-        return QuestionCost(
-            cost.calls - 1,
-            cost.prompt_tokens - ANSWER_PROMPT - spec.context_tokens,
-            cost.completion_tokens - ANSWER_OUTPUT,
+            answer=answer,
         )
     if not answer:
         return QuestionCost(0, 0, 0)

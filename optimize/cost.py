@@ -13,8 +13,6 @@ from dataclasses import dataclass, field
 from statistics import mean
 
 from frames_dspy.cost import (
-    ANSWER_OUTPUT,
-    ANSWER_PROMPT,
     ASSUMPTIONS,
     JUDGE_OUTPUT,
     JUDGE_PROMPT,
@@ -27,9 +25,10 @@ __all__ = ["ASSUMPTIONS", "PhaseCost", "CostEstimate", "question_cost", "estimat
 
 
 def question_cost(
-    params: dict, *, context_tokens: int, include_question: bool = True
+    params: dict, *, context_tokens: int, include_question: bool = True, answer: bool = True
 ) -> tuple[float, float]:
-    """(program LM calls, program tokens) for one question under one trial's parameters."""
+    """(program LM calls, program tokens) for one question under one trial's parameters
+    (``answer=False``: the query writer alone, as a recall compile runs it)."""
     cost = multihop_cost(
         params["rounds"],
         params["k"],
@@ -38,6 +37,7 @@ def question_cost(
         context_tokens=context_tokens,
         include_question=bool(params.get("question_query", include_question)),
         question_docs=params.get("question_docs"),
+        answer=answer,
     )
     return cost.calls, cost.tokens
 
@@ -115,17 +115,21 @@ def estimate_cost(
         include_question: Whether the question is one of each round's queries.
         final: Whether the final compile and test evaluation run (not for ``--workers-only``).
     """
-    costs = [
-        question_cost(p, context_tokens=context_tokens, include_question=include_question)
-        for p in space.configurations()
-    ]
-    program_calls = mean(c for c, _ in costs)  # answer call included, as rough_calls counts
-    judge_calls, judge_tokens = 1, JUDGE_PROMPT + JUDGE_OUTPUT
-    if optimizer.objective == "recall":
-        # A recall compile runs the query writer alone on dev and test: no answer, no judge.
-        answer = ANSWER_PROMPT + context_tokens + ANSWER_OUTPUT
-        costs = [(c - 1, t - answer) for c, t in costs]
-        judge_calls = judge_tokens = 0
+
+    def priced(answer: bool) -> list[tuple[float, float]]:
+        return [
+            question_cost(
+                p, context_tokens=context_tokens, include_question=include_question, answer=answer
+            )
+            for p in space.configurations()
+        ]
+
+    # A recall compile runs the query writer alone on dev and test: no answer, no judge.
+    recall = optimizer.objective == "recall"
+    costs = priced(answer=not recall)
+    # rough_calls counts program runs with their answer call and takes it off itself.
+    program_calls = mean(c for c, _ in (priced(answer=True) if recall else costs))
+    judge_calls, judge_tokens = (0, 0) if recall else (1, JUDGE_PROMPT + JUDGE_OUTPUT)
     mean_calls = mean(c for c, _ in costs) + judge_calls
     mean_tokens = mean(t for _, t in costs) + judge_tokens
     max_calls = max(c for c, _ in costs) + judge_calls

@@ -308,7 +308,7 @@ def test_gold_bootstrap_runs_a_taught_teacher_and_keeps_rounds_that_found_more(t
         store=store,
     )
     assert lm.history == [] and teacher.history  # the teacher ran the train questions
-    # The teacher's query writer held gold demos: their titles reach its prompt.
+    # The teacher's query writer held gold demos: their questions reach its prompt.
     gold_demos = with_gold_demos(multihop(retriever), train, store, demos=2).generate.demos
     first = teacher.history[0]["messages"]
     assert all(any(d.question in m["content"] for m in first) for d in gold_demos)
