@@ -22,6 +22,7 @@ from frames_dspy.lm.litellm_setup import (
 )
 from frames_dspy.lm.llama_engine import LlamaCppEngine
 from frames_dspy.lm.llama_process import _import_llama_cpp
+from frames_dspy.lm.prompt_cache import DEFAULT_MB
 from frames_dspy.lm.specs import (
     BUNDLED_MODELS,
     DEFAULT_LOCAL_MAX_TOKENS,
@@ -193,6 +194,7 @@ def make_lm(
     isolation: str | None = None,
     flash_attn: bool = False,
     lookup_decoding: bool = True,
+    prefix_states_mb: int = DEFAULT_MB,
     check_connection: bool = True,
     **kwargs: Any,
 ) -> dspy.BaseLM:
@@ -230,6 +232,8 @@ def make_lm(
             2-63 tokens three times more slowly, which made multi-step conditions slower.
         lookup_decoding: Embedded models: draft tokens copied from the prompt and verify
             them in one batch (faster replies that copy the prompt; same rare near-ties).
+        prefix_states_mb: Embedded models: MiB of recent prompts' KV states to keep, so a call
+            resumes from whichever shares most of its prompt (0: only the live cache).
         check_connection: Check at once that ``api_base`` accepts connections.
         **kwargs: Further generation settings sent with every request (e.g. ``top_p``,
             ``top_k``, ``frequency_penalty``); they are part of DSPy's cache key.
@@ -264,6 +268,7 @@ def make_lm(
             isolation=isolation,
             flash_attn=flash_attn,
             lookup_decoding=lookup_decoding,
+            prefix_states_mb=prefix_states_mb,
         )
         return FramesLM(
             model,

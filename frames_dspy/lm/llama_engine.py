@@ -39,6 +39,7 @@ from frames_dspy.lm.llama_process import (
     EngineHost,
 )
 from frames_dspy.lm.llama_worker import EngineSettings, Generation
+from frames_dspy.lm.prompt_cache import DEFAULT_MB
 from frames_dspy.lm.specs import DEFAULT_N_CTX
 
 __all__ = ["LlamaCppEngine", "loaded_models"]
@@ -63,7 +64,7 @@ ISOLATIONS = ("process", "inline")
 _OVERFLOW = re.compile(r"Requested tokens \((\d+)\) exceed context window of (\d+)")
 
 
-_HOSTS: dict[tuple[str, int, bool], EngineHost] = {}
+_HOSTS: dict[tuple[str, int, bool, bool, int], EngineHost] = {}
 _HOSTS_LOCK = threading.Lock()
 
 
@@ -95,6 +96,8 @@ class LlamaCppEngine:
             :class:`~frames_dspy.lm.llama_worker.EngineSettings`).
         lookup_decoding: Draft tokens copied from the context and verify them in one batch
             (:mod:`~frames_dspy.lm.lookup_decoding`; faster replies that copy the prompt).
+        prefix_states_mb: MiB of recent prompts' KV states kept to resume from
+            (:mod:`~frames_dspy.lm.prompt_cache`); 0 keeps only the live cache.
         llama: An already constructed ``llama_cpp.Llama``-like object, run inline (tests).
     """
 
@@ -133,6 +136,7 @@ class LlamaCppEngine:
         extra_buffers: str | None = None,
         flash_attn: bool = False,
         lookup_decoding: bool = True,
+        prefix_states_mb: int = DEFAULT_MB,
         llama: Any | None = None,
     ):
         isolation = isolation or DEFAULT_ISOLATION
@@ -155,11 +159,20 @@ class LlamaCppEngine:
         self.extra_buffers = extra_buffers
         self.flash_attn = bool(flash_attn)
         self.lookup_decoding = bool(lookup_decoding)
+        if prefix_states_mb < 0:
+            raise ValueError(f"prefix_states_mb={prefix_states_mb} must be 0 (off) or more")
+        self.prefix_states_mb = int(prefix_states_mb)
         self._injected = EngineHost.injected(llama, self._settings()) if llama is not None else None
 
-    def _key(self) -> tuple[str, int, bool, bool]:
+    def _key(self) -> tuple[str, int, bool, bool, int]:
         # Engines with the same file, window and kernels share one loaded model.
-        return (self.model_path, self.n_ctx, self.flash_attn, self.lookup_decoding)
+        return (
+            self.model_path,
+            self.n_ctx,
+            self.flash_attn,
+            self.lookup_decoding,
+            self.prefix_states_mb,
+        )
 
     def _settings(self) -> EngineSettings:
         return EngineSettings(
@@ -170,6 +183,7 @@ class LlamaCppEngine:
             extra_buffers=self.extra_buffers != "off",
             flash_attn=self.flash_attn,
             lookup_decoding=self.lookup_decoding,
+            prefix_states_mb=self.prefix_states_mb,
             factory=DEFAULT_FACTORY,
         )
 
@@ -302,6 +316,7 @@ class LlamaCppEngine:
             "extra_buffers": self.extra_buffers,
             "flash_attn": self.flash_attn,
             "lookup_decoding": self.lookup_decoding,
+            "prefix_states_mb": self.prefix_states_mb,
         }
 
     @classmethod
@@ -316,6 +331,7 @@ class LlamaCppEngine:
             extra_buffers=state.get("extra_buffers"),
             flash_attn=state.get("flash_attn", False),
             lookup_decoding=state.get("lookup_decoding", True),
+            prefix_states_mb=state.get("prefix_states_mb", DEFAULT_MB),
         )
 
 
@@ -477,9 +493,9 @@ def _response(
     )
 
 
-def loaded_models() -> dict[tuple[str, int, bool, bool], float]:
-    """Models loaded in this process: ``{(path, n_ctx, flash_attn, lookup_decoding): load
-    seconds}``."""
+def loaded_models() -> dict[tuple[str, int, bool, bool, int], float]:
+    """Models loaded in this process: ``{(path, n_ctx, flash_attn, lookup_decoding,
+    prefix_states_mb): load seconds}``."""
     return {key: host.load_seconds for key, host in _HOSTS.items() if host.load_seconds is not None}
 
 

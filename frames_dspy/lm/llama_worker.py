@@ -27,7 +27,8 @@ from typing import Any
 
 import numpy as np
 
-from frames_dspy.lm.lookup_decoding import LookupDrafts, draft_tokens_for, drafting_class
+from frames_dspy.lm.lookup_decoding import LookupDrafts, draft_tokens_for
+from frames_dspy.lm.prompt_cache import DEFAULT_MB, PrefixStates, cached_class
 
 __all__ = [
     "EngineSettings",
@@ -64,6 +65,9 @@ class EngineSettings:
         lookup_decoding: Draft tokens by copying from the context and verify them in one
             batch (:mod:`~frames_dspy.lm.lookup_decoding`); off for calls that record
             log-probabilities.
+        prefix_states_mb: MiB of recent prompts' KV states to keep, so a call resumes
+            whichever shares most of its prompt (:mod:`~frames_dspy.lm.prompt_cache`); 0
+            keeps only llama.cpp's live cache.
         factory: ``module:attribute`` of a function that builds the Llama from these settings
             in a worker process (tests name a fake that crashes on purpose).
     """
@@ -75,6 +79,7 @@ class EngineSettings:
     extra_buffers: bool = True
     flash_attn: bool = False
     lookup_decoding: bool = True
+    prefix_states_mb: int = DEFAULT_MB
     factory: str = "frames_dspy.lm.llama_worker:build_llama"
 
     def record(self) -> dict[str, Any]:
@@ -85,6 +90,7 @@ class EngineSettings:
             "extra_buffers": self.extra_buffers,
             "flash_attn": self.flash_attn,
             "lookup_decoding": self.lookup_decoding,
+            "prefix_states_mb": self.prefix_states_mb,
         }
 
 
@@ -100,7 +106,8 @@ class Generation:
         chosen: Per generated token but possibly the last, ``(token id, logprob)``.
         perf: llama.cpp's own counts for this call, when it keeps them: prompt tokens
             evaluated (a reused KV-cache prefix is not) and their milliseconds, tokens
-            generated and theirs.
+            generated and theirs; with saved states, the prompt tokens a restored state spared
+            (``prompt_restored``).
     """
 
     out: dict[str, Any]
@@ -144,10 +151,12 @@ def model_params_patched(llama_cpp: Any, extra_buffers: bool) -> Iterator[None]:
 
 def load_llama(settings: EngineSettings, llama_cpp: Any) -> Any:
     """Build ``llama_cpp.Llama`` for ``settings`` (``llama_cpp``: the module, or a fake)."""
-    # Drafts need the eval of drafting_class; a factory that is not a class (a test's fake)
-    # runs without them.
-    drafts = settings.lookup_decoding and isinstance(llama_cpp.Llama, type)
-    cls = drafting_class(llama_cpp.Llama) if drafts else llama_cpp.Llama
+    # Exact prefix reuse, drafts and saved states need methods of a subclass; a factory that
+    # is not a class (a test's fake) runs without them.
+    subclassable = isinstance(llama_cpp.Llama, type)
+    drafts = settings.lookup_decoding and subclassable
+    states = settings.prefix_states_mb > 0 and subclassable
+    cls = cached_class(llama_cpp.Llama) if subclassable else llama_cpp.Llama
     with model_params_patched(llama_cpp, settings.extra_buffers):
         llama = cls(
             model_path=settings.model_path,
@@ -161,6 +170,8 @@ def load_llama(settings: EngineSettings, llama_cpp: Any) -> Any:
     if drafts:
         # Set after loading: passed to Llama(), it would keep logits for every prompt token.
         llama.draft_model = LookupDrafts(draft_tokens_for(settings.flash_attn))
+    if states:
+        llama.prefix_states = PrefixStates(settings.prefix_states_mb)
     return llama
 
 
@@ -262,13 +273,17 @@ def generate(
     finally:
         if drafts is not None:
             llama.draft_model = drafts
+    perf = counters.read()
+    states = getattr(llama, "prefix_states", None)
+    if perf is not None and states is not None:
+        perf["prompt_restored"] = states.restored_tokens
     return Generation(
         out=dict(out),
         seconds=time.perf_counter() - started,
         timed_out=deadline is not None and deadline.hit,
         steps=scores.steps if scores is not None else None,
         chosen=scores.chosen if scores is not None else [],
-        perf=counters.read(),
+        perf=perf,
     )
 
 

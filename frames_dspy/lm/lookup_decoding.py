@@ -14,18 +14,17 @@ attention has a slow path for fewer than 64 query rows), a batch of 64 only 700 
 are long (up to 63 tokens, filling one 64-token batch) and made only once the model is clearly
 copying (a match of 6 tokens); without flash attention small batches are cheap and drafts of
 15 tokens waste less. llama-cpp-python's own ``LlamaPromptLookupDecoding`` makes the model keep
-logits for every prompt token (a 151,936-wide row each); :func:`drafting_class` asks for them
-only for the positions of a draft.
+logits for every prompt token (a 151,936-wide row each); the engine's ``eval``
+(:func:`~frames_dspy.lm.prompt_cache.cached_class`) asks for them only at a draft's positions.
 """
 
 from __future__ import annotations
 
-import functools
 from typing import Any
 
 import numpy as np
 
-__all__ = ["MATCH_TOKENS", "LookupDrafts", "draft_tokens_for", "drafting_class"]
+__all__ = ["FAST_BATCH", "MATCH_TOKENS", "LookupDrafts", "draft_tokens_for"]
 
 #: Tokens the end of the context must share with an earlier span before it is copied.
 MATCH_TOKENS = 6
@@ -69,40 +68,3 @@ class LookupDrafts:
         begin = int(starts[-1]) + self.match
         self.proposed += 1
         return ids[begin : min(begin + self.n_draft, n)].astype(np.intc)
-
-
-def _chunks(total: int, size: int) -> list[int]:
-    """Batch sizes for ``total`` tokens, none above ``size``, a small tail merged into the last
-    full batch and split evenly (both halves then stay on the fast path)."""
-    sizes = [size] * (total // size) + ([total % size] if total % size else [])
-    if len(sizes) >= 2 and sizes[-1] < FAST_BATCH:
-        both = sizes[-2] + sizes[-1]
-        sizes[-2:] = [both - both // 2, both // 2]
-    return sizes
-
-
-@functools.cache
-def drafting_class(base: type) -> type:
-    """A subclass of ``base`` (``llama_cpp.Llama``) whose ``eval`` suits drafted batches.
-
-    llama-cpp-python samples each position of a drafted batch from that position's logits, so
-    a batch that may hold a draft (at most ``draft_model.n_draft + 1`` tokens) asks llama.cpp
-    for logits at every position; longer batches (prompts) only at the last, as without
-    drafts. Prompts are cut into batches of at most ``n_batch`` tokens with no short tail.
-    """
-
-    def eval(self, tokens):  # noqa: A001 - llama_cpp.Llama's method name
-        draft = getattr(self.draft_model, "n_draft", 0)
-        every = len(tokens) <= draft + 1
-        self._ctx.kv_cache_seq_rm(-1, self.n_tokens, -1)
-        at = 0
-        for size in _chunks(len(tokens), self.n_batch):
-            batch = list(tokens[at : at + size])
-            at += size
-            self._batch.set_batch(batch=batch, n_past=self.n_tokens, logits_all=every)
-            self._ctx.decode(self._batch)
-            self.input_ids[self.n_tokens : self.n_tokens + size] = batch
-            self.n_tokens += size
-        self._requires_eval = False
-
-    return type(f"Drafting{base.__name__}", (base,), {"eval": eval})
