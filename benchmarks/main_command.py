@@ -6,14 +6,22 @@ Each condition of ``python -m frames_dspy.evaluate`` runs on the first ``--limit
 with the DSPy cache off, once per engine set-up, rotating which set-up goes first from one
 condition to the next, so a change in machine load hits all alike:
 
-* ``plain``: the embedded engine on llama.cpp's plain CPU kernels, without flash attention or
-  drafts (how the main command ran when issue 20 measured it);
-* ``flash``: flash attention on, no drafts (the engine's default after issue 20's first round);
-* ``now``: the engine's defaults (prompt-lookup drafts, no flash attention).
+* ``plain``: the embedded engine on llama.cpp's plain CPU kernels, without flash attention,
+  drafts or saved prompt states (how the main command ran when issue 20 measured it);
+* ``flash``: flash attention on, no drafts, no saved states (the engine's default after issue
+  20's first round);
+* ``drafts``: prompt-lookup drafts, no saved states (the engine's default after its second);
+* ``now``: the engine's defaults (prompt-lookup drafts, saved prompt states, no flash
+  attention).
 
-It prints wall seconds per condition and set-up, each set-up's ratio to ``plain``, and how many
-answers each gave alike with ``plain`` (greedy decoding; flash attention and batched drafts sum
-in another order, so a near-tie can tip). Run folders go to a temporary folder.
+Every set-up reuses cached prompt prefixes exactly (:mod:`frames_dspy.lm.prompt_cache`; there
+is no switch for it): a reused prefix ends at a multiple of 32 tokens, so ``plain`` reads up
+to 31 tokens a call more than the engine issue 20 measured.
+
+It prints wall seconds per condition and set-up, each set-up's ratio to ``plain``, how many
+answers each gave alike with ``plain``, and the ones that differ (greedy decoding; flash
+attention and batched drafts sum in another order, so a near-tie can tip). Run folders go to a
+temporary folder.
 """
 
 from __future__ import annotations
@@ -32,8 +40,9 @@ from frames_dspy.programs import CONDITIONS
 from frames_dspy.run_folder import load_records
 
 SETUPS = {
-    "plain": {"flash_attn": False, "lookup_decoding": False},
-    "flash": {"flash_attn": True, "lookup_decoding": False},
+    "plain": {"flash_attn": False, "lookup_decoding": False, "prefix_states_mb": 0},
+    "flash": {"flash_attn": True, "lookup_decoding": False, "prefix_states_mb": 0},
+    "drafts": {"flash_attn": False, "lookup_decoding": True, "prefix_states_mb": 0},
     "now": {},
 }
 
@@ -70,6 +79,20 @@ def run(limit: int, conditions: list[str], setups: list[str] | None = None) -> d
         )
         for name in chosen
     }
+    differ = [
+        {
+            "setup": name,
+            "condition": c,
+            "question": q,
+            "plain": answers["plain"][c].get(q),
+            "answer": a,
+        }
+        for name in chosen
+        if name != "plain"
+        for c in conditions
+        for q, a in answers[name][c].items()
+        if answers["plain"][c].get(q) != a
+    ]
     total = {name: round(sum(row.values()), 1) for name, row in seconds.items()}
     return {
         "limit": limit,
@@ -78,6 +101,7 @@ def run(limit: int, conditions: list[str], setups: list[str] | None = None) -> d
         "total_seconds": total,
         "over_plain": {name: round(total[name] / total["plain"], 3) for name in chosen},
         "same_answers_as_plain": same,
+        "answers_unlike_plain": differ,
         "answers": sum(len(v) for v in answers["now"].values()),
         "engines": engines,
     }
@@ -100,6 +124,11 @@ def render(report: dict[str, Any]) -> str:
         f"answers alike with plain (of {report['answers']}): {alike}; "
         f"{report['limit']} question(s) per condition, cache off"
     )
+    for row in report.get("answers_unlike_plain", []):
+        lines.append(
+            f"  {row['setup']} {row['condition']} question {row['question']}: "
+            f"{row['answer']!r} (plain: {row['plain']!r})"
+        )
     return "\n".join(lines)
 
 

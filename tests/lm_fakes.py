@@ -14,6 +14,7 @@ import threading
 import time
 import types
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pytest
@@ -198,6 +199,18 @@ def gguf(tmp_path) -> Path:
 def real_model_path() -> Path:
     # FRAMES_DSPY_MODEL_DIR (or ~/.cache/frames-dspy/models) keeps the assembled file across runs.
     return assemble_model(BUNDLED_MODELS["local"])
+
+
+def load_real_llama(path: Path, **settings: Any) -> Any:
+    """The embedded model loaded in this process on one thread without extra buffers, with
+    other engine ``settings`` (``n_ctx``, ``lookup_decoding``, ...) as given."""
+    import llama_cpp
+
+    from frames_dspy.lm.llama_worker import EngineSettings, load_llama
+
+    settings = {"n_ctx": 2048, **settings}
+    engine = EngineSettings(model_path=str(path), n_threads=1, extra_buffers=False, **settings)
+    return load_llama(engine, llama_cpp)
 
 
 def make_parts(root: Path, prefix: str, chunks: list[bytes]) -> tuple[str, ...]:

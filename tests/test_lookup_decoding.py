@@ -10,6 +10,7 @@ import types
 
 import numpy as np
 import pytest
+from lm_fakes import load_real_llama
 
 from frames_dspy.lm import llama_worker
 from frames_dspy.lm.lookup_decoding import (
@@ -93,8 +94,6 @@ def test_loading_sets_drafts_after_the_model(monkeypatch, gguf):
 
 @pytest.mark.real
 def test_embedded_model_copies_with_drafts_and_writes_the_same(real_model_path):
-    import llama_cpp
-
     lines = [
         "Ada Lovelace: English mathematician known for work on the Analytical Engine",
         "Charles Babbage: English polymath who originated the idea of a programmable computer",
@@ -109,14 +108,7 @@ def test_embedded_model_copies_with_drafts_and_writes_the_same(real_model_path):
     kwargs = {"max_tokens": 96, "temperature": 0.0, "top_k": 1, "seed": 0}
     texts, proposed = [], None
     for lookup in (False, True):
-        settings = llama_worker.EngineSettings(
-            model_path=str(real_model_path),
-            n_ctx=1024,
-            n_threads=1,
-            extra_buffers=False,
-            lookup_decoding=lookup,
-        )
-        llama = llama_worker.load_llama(settings, llama_cpp)
+        llama = load_real_llama(real_model_path, n_ctx=1024, lookup_decoding=lookup)
         out = llama_worker.generate(llama, messages, dict(kwargs)).out
         texts.append(out["choices"][0]["message"]["content"])
         if lookup:

@@ -12,6 +12,7 @@ import types
 
 import numpy as np
 import pytest
+from lm_fakes import load_real_llama
 
 from frames_dspy.lm import llama_worker
 from frames_dspy.lm.prompt_cache import (
@@ -286,17 +287,7 @@ def test_loading_gives_the_model_exact_reuse_and_its_states(gguf):
 
 
 def _real_llama(path, megabytes):
-    import llama_cpp
-
-    settings = llama_worker.EngineSettings(
-        model_path=str(path),
-        n_ctx=2048,
-        n_threads=1,
-        extra_buffers=False,
-        lookup_decoding=False,
-        prefix_states_mb=megabytes,
-    )
-    return llama_worker.load_llama(settings, llama_cpp)
+    return load_real_llama(path, lookup_decoding=False, prefix_states_mb=megabytes)
 
 
 _FACTS = " ".join(f"Fact {i}: the river town number {i} has {i * 7} bridges." for i in range(45))
