@@ -113,21 +113,27 @@ def reachable(demo: dspy.Example) -> bool:
 
 
 def with_gold_demos(
-    program, trainset: Sequence[dspy.Example], store, *, demos: int, seed: int = 0
+    program,
+    trainset: Sequence[dspy.Example],
+    store,
+    *,
+    demos: int,
+    seed: int = 0,
+    optimizer: str = "gold-demos",
 ) -> dspy.Module:
     """A copy of ``program`` whose query writer holds ``demos`` gold demos from ``trainset``.
 
     The demos are drawn with ``random.Random(seed)`` from :func:`gold_query_demos`, at most
     one per train question (so they show different questions), :func:`reachable` ones first,
     and set on the query writer through ``dspy.LabeledFewShot``; the answer step is left as
-    it is.
+    it is. ``optimizer`` names the optimizer that asked, for the error messages.
 
     Raises:
         ValueError: ``program`` has no query writer, or no train question yields a demo.
     """
     if not hasattr(program, "generate") or not hasattr(program, "found_view"):
         raise ValueError(
-            "--optimizer gold-demos builds demos for the multi-step query writer; "
+            f"--optimizer {optimizer} builds demos for the multi-step query writer; "
             f"the {type(program).__name__} program has none"
         )
     pool = gold_query_demos(program, trainset, store)

@@ -352,11 +352,14 @@ def _run_optimizer(program, trainset, settings, autorater, lm, prompt_lm, store,
     metric = ObjectiveMetric(settings.objective, autorater, store, n=len(trainset))
     if name in ("gold-demos", "gold-bootstrap") and store is None:
         raise ValueError(f"--optimizer {name} needs the article store (the gold articles)")
-    if name == "gold-demos":
-        return with_gold_demos(program, trainset, store, demos=demos, seed=settings.seed)
+    if name in ("gold-demos", "gold-bootstrap"):
+        gold = with_gold_demos(
+            program, trainset, store, demos=demos, seed=settings.seed, optimizer=name
+        )
+        if name == "gold-demos":
+            return gold
     with dspy.context(lm=lm):
         if name == "gold-bootstrap":
-            taught = with_gold_demos(program, trainset, store, demos=demos, seed=settings.seed)
             optimizer = dspy.BootstrapFewShot(
                 metric=QueriesFoundMore(program.retriever, store),
                 max_bootstrapped_demos=demos,
@@ -364,7 +367,7 @@ def _run_optimizer(program, trainset, settings, autorater, lm, prompt_lm, store,
                 max_rounds=1,
                 **teacher,
             )
-            return optimizer.compile(program, teacher=taught, trainset=trainset)
+            return optimizer.compile(program, teacher=gold, trainset=trainset)
         if name == "bootstrap-rs":
             optimizer = dspy.BootstrapFewShotWithRandomSearch(
                 metric=metric,

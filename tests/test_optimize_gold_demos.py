@@ -101,11 +101,19 @@ def test_with_gold_demos_sets_the_query_writers_demos_only(tiny):
     assert all(d.question in shown for d in demos)  # the demos reach the prompt
 
 
-def test_gold_demos_refuse_a_program_without_a_query_writer(tiny):
-    examples, store, _, retriever = tiny
+@pytest.mark.parametrize("name", ["gold-demos", "gold-bootstrap"])
+def test_gold_demos_refuse_a_program_without_a_query_writer(tiny, name):
+    examples, store, knowledge, retriever = tiny
     program = build_program({"kind": "bm25", "n_docs": 2}, retriever=retriever)
-    with pytest.raises(ValueError, match="gold-demos builds demos for the multi-step query"):
-        with_gold_demos(program, examples[:4], store, demos=2)
+    with pytest.raises(ValueError, match=f"--optimizer {name} builds demos for the multi-step"):
+        compile_program(
+            program,
+            examples[:4],
+            settings=OptimizerSettings(name=name, objective="recall", max_demos=2),
+            autorater=Autorater(FakeLM(knowledge)),
+            lm=FakeLM(knowledge),
+            store=store,
+        )
 
 
 def test_the_gold_demos_optimizer_makes_no_lm_call(tiny):
