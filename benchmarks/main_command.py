@@ -73,12 +73,6 @@ def run(limit: int, conditions: list[str], setups: list[str] | None = None) -> d
                 logging.info("%s %s: %.1f s", condition, name, seconds[name][condition])
         engines = {name: lm.engine.record() for name, lm in lms.items()}
     llama_engine._reset_loaded_models()
-    same = {
-        name: sum(
-            answers["plain"][c].get(q) == a for c in conditions for q, a in answers[name][c].items()
-        )
-        for name in chosen
-    }
     differ = [
         {
             "setup": name,
@@ -93,6 +87,11 @@ def run(limit: int, conditions: list[str], setups: list[str] | None = None) -> d
         for q, a in answers[name][c].items()
         if answers["plain"][c].get(q) != a
     ]
+    same = {
+        name: sum(len(row) for row in answers[name].values())
+        - sum(1 for d in differ if d["setup"] == name)
+        for name in chosen
+    }
     total = {name: round(sum(row.values()), 1) for name, row in seconds.items()}
     return {
         "limit": limit,

@@ -176,14 +176,13 @@ class PrefixStates:
         written = int(self.low.llama_state_seq_get_data(context, buffer, size, 0))
         if written <= 0 or written > size:
             return
-        new = _Saved(np.array(llama.input_ids[:n], copy=True), b"", min(llama._exact_tokens, n))
+        tokens, exact = np.array(llama.input_ids[:n], copy=True), min(llama._exact_tokens, n)
         self._saved = [
             s
             for s in self._saved
-            if common_prefix(s.tokens, new.tokens) < len(s.tokens) or s.exact > new.exact
+            if common_prefix(s.tokens, tokens) < len(s.tokens) or s.exact > exact
         ]
-        new.data = ctypes.string_at(buffer, written)
-        self._saved.append(new)
+        self._saved.append(_Saved(tokens, ctypes.string_at(buffer, written), exact))
         while len(self._saved) > 1 and self.bytes > self.capacity:
             del self._saved[0]
 
@@ -206,9 +205,8 @@ def cached_class(base: type) -> type:
         states = getattr(self, "prefix_states", None)
         shared = common_prefix(self.input_ids[: self.n_tokens], tokens)
         live = usable_prefix(shared, self._exact_tokens, len(tokens))
-        if states is not None and states.restore(self, tokens, live):
-            shared = common_prefix(self.input_ids[: self.n_tokens], tokens)
-            live = usable_prefix(shared, self._exact_tokens, len(tokens))
+        if states is not None:
+            live += states.restore(self, tokens, live)  # what a restored state spares
         # llama-cpp-python reuses what it finds in input_ids[:n_tokens]: leave it just that.
         self._ctx.kv_cache_seq_rm(-1, live, -1)
         self.n_tokens = live
