@@ -26,7 +26,8 @@ import dspy
 from frames_dspy import report
 from frames_dspy.accounting import CallBudget, attached_callbacks
 from frames_dspy.cost import Pricer, SpendMeter, estimate_lines, question_cost
-from frames_dspy.data import load_frames, split_frames
+from frames_dspy.data import load_frames, split_frames, summarize
+from frames_dspy.disk_store import DiskArticleStore
 from frames_dspy.files import sha256_file
 from frames_dspy.programs import (
     CONDITIONS,
@@ -379,10 +380,12 @@ def _check_out(path: Path) -> None:
         ) from err
 
 
-def _notes(session: Session, settings: EvalConfig) -> list[str]:
+def _notes(session: Session, settings: EvalConfig, selected: list[dspy.Example]) -> list[str]:
     lm_model = getattr(session.lm, "model", str(session.lm))
     judge_model = getattr(session.judge_lm, "model", str(session.judge_lm))
     notes = [f"program LM: {lm_model}; judge: {judge_model}; LM cache: {settings.cache}"]
+    if isinstance(session.store, DiskArticleStore):
+        notes.append(_snapshot_note(session.store, settings, selected))
     if session.self_judging:
         notes.append(
             "SELF-JUDGING: the judge is the model under test, which tends to inflate scores; "
@@ -394,6 +397,20 @@ def _notes(session: Session, settings: EvalConfig) -> list[str]:
             "empty); recall and the query writer's tokens are"
         )
     return notes
+
+
+def _snapshot_note(store: DiskArticleStore, settings: EvalConfig, selected) -> str:
+    """Which snapshot was searched, and how much of the gold it holds (recall counts only that)."""
+    coverage = summarize(selected, store)["corpus"]
+    links = len({url for ex in selected for url in ex.gold_urls})
+    return (
+        f"CORPUS: {settings.corpus} ({len(store):,} articles, {settings.retriever} BM25 "
+        f"k1={store.manifest['key']['engine']['k1']}, b={store.manifest['key']['engine']['b']}): "
+        f"gold links found {coverage['links_resolved']} of {links}, "
+        f"{len(selected) - len(coverage['questions_not_fully_covered'])} of {len(selected)} "
+        "questions fully covered; recall and oracle use the articles found. Not comparable "
+        "with runs on the FRAMES corpus"
+    )
 
 
 def _write_reports(out: Path, settings: EvalConfig, notes: list[str]) -> dict[str, Any]:
@@ -482,7 +499,7 @@ def run_evaluation(
     _check_resume(run, run_config)
     run.write_json("config.json", run_config)
     logger.info("run folder: %s", out)
-    notes = _notes(session, settings)
+    notes = _notes(session, settings, selected)
     for note in notes[1:]:
         logger.warning("%s", note)
 

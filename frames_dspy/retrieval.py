@@ -42,6 +42,7 @@ import numpy as np
 
 from frames_dspy import paths
 from frames_dspy.corpus import ArticleStore
+from frames_dspy.disk_store import DiskArticleStore
 
 logger = logging.getLogger(__name__)
 
@@ -53,6 +54,8 @@ __all__ = [
     "RankBm25Retriever",
     "Retriever",
     "build_retriever",
+    "check_search",
+    "package_version",
     "tokenize",
 ]
 
@@ -133,6 +136,17 @@ def tokenize(texts: Sequence[str]) -> list[list[str]]:
     return _tokenize_raw(list(texts), return_ids=False)
 
 
+def check_search(queries: Sequence[str], k: int, exclude: Iterable[str]) -> list[str]:
+    """The queries as a list, after the argument checks every retriever's search shares."""
+    if isinstance(queries, str):
+        raise TypeError("search_many() takes a sequence of queries, not a single string")
+    if isinstance(exclude, str):
+        raise TypeError("exclude takes a collection of article ids, not a single string")
+    if isinstance(k, bool) or not isinstance(k, int) or k < 0:
+        raise ValueError(f"k must be a non-negative integer, got {k!r}")
+    return list(queries)
+
+
 def _document_text(title: str, text: str) -> str:
     return f"{title}\n{text}"
 
@@ -201,13 +215,7 @@ class Retriever(ABC):
         Returns:
             One list of hits per query, in query order; equal to calling :meth:`search` on each.
         """
-        if isinstance(queries, str):
-            raise TypeError("search_many() takes a sequence of queries, not a single string")
-        if isinstance(exclude, str):
-            raise TypeError("exclude takes a collection of article ids, not a single string")
-        if isinstance(k, bool) or not isinstance(k, int) or k < 0:
-            raise ValueError(f"k must be a non-negative integer, got {k!r}")
-        queries = list(queries)
+        queries = check_search(queries, k, exclude)
         if not queries:
             return []
         if k == 0:
@@ -421,7 +429,7 @@ _CLASSES: dict[str, type[Retriever]] = {
 }
 
 
-def _package_version(name: str) -> str:
+def package_version(name: str) -> str:
     try:
         return metadata.version(name)
     except metadata.PackageNotFoundError:
@@ -434,7 +442,7 @@ def _index_key(store: ArticleStore, cls: type[Retriever], k1: float, b: float) -
         "backend": cls.backend,
         "params": cls._index_params(k1, b),
         # A new stemmer release could stem differently, so it names a different index.
-        "tokenizer": {**TOKENIZER_SPEC, "pystemmer": _package_version("PyStemmer")},
+        "tokenizer": {**TOKENIZER_SPEC, "pystemmer": package_version("PyStemmer")},
         "fingerprint": store.fingerprint,
         "n_docs": len(store),
     }
@@ -525,6 +533,12 @@ def build_retriever(
         ValueError: Unknown backend, an empty store, or ``mmap`` with a backend that lacks it.
         ImportError: The backend's package is not installed (the message says what to install).
     """
+    if isinstance(store, DiskArticleStore) or backend == "tantivy":
+        raise ValueError(
+            "a Wikipedia snapshot is searched with its own tantivy index: use "
+            "frames_dspy.disk_index.SnapshotRetriever(store); bm25s and rank-bm25 index the "
+            "articles of an in-memory ArticleStore"
+        )
     if backend not in _CLASSES:
         raise ValueError(f"unknown retrieval backend {backend!r}; choose one of {list(BACKENDS)}")
     if len(store) == 0:

@@ -16,8 +16,10 @@ from typing import Any
 
 import dspy
 
-from frames_dspy.corpus import ArticleStore, default_aliases, load_corpus
+from frames_dspy.corpus import ArticleStore, CorpusError, default_aliases, load_corpus
 from frames_dspy.data import dataset_fingerprint
+from frames_dspy.disk_index import ENGINE, SnapshotRetriever, open_snapshot
+from frames_dspy.disk_store import DiskArticleStore
 from frames_dspy.judge.autorater import AUTORATER, Autorater
 from frames_dspy.judge.protocols import DEFAULT_PROTOCOL, JUDGE_PROTOCOLS
 from frames_dspy.lm import ModelSpec, context_window, make_lm, parse_spec
@@ -25,6 +27,7 @@ from frames_dspy.lm.cache import CACHE_MODES, use_cache
 from frames_dspy.paths import data_file, default_dataset
 from frames_dspy.run_folder import environment_record
 from frames_dspy.settings import resume_keys, setting
+from frames_dspy.snapshot import is_snapshot, parse_snapshot
 from frames_dspy.tracking import DEFAULT_EXPERIMENT, DEFAULT_STORE, check_tracking, enable_traces
 from frames_dspy.wikipedia import corpus_manifest, default_corpus
 
@@ -187,7 +190,10 @@ class ModelDataSettings:
     corpus: str | None = setting(
         None,
         group="data",
-        help="articles JSONL(.gz) (default: frames_wiki/pages.jsonl.gz under $FRAMES_DATA_DIR)",
+        help="articles JSONL(.gz) (default: frames_wiki/pages.jsonl.gz under $FRAMES_DATA_DIR); "
+        "'wikipedia' for all of English Wikipedia (wikimedia/wikipedia 20231101.en, indexed on "
+        "disk once), 'wikipedia:SNAPSHOT' for another snapshot, or a parquet file or folder in "
+        "its schema (id, url, title, text)",
         resume=("evaluate",),
     )
     aliases: str | None = setting(
@@ -212,8 +218,9 @@ class ModelDataSettings:
     retriever: str = setting(
         "bm25s",
         group="data",
-        choices=("bm25s", "rank-bm25"),
-        help="BM25 backend (default %(default)s)",
+        choices=("bm25s", "rank-bm25", "tantivy"),
+        help="BM25 backend for a JSONL corpus (default %(default)s); a Wikipedia snapshot is "
+        "always searched with its on-disk tantivy index",
         resume=("evaluate", "compile"),
     )
     mlflow: str | None = setting(
@@ -272,6 +279,8 @@ def load_store(
         ValueError: no corpus given, none under ``FRAMES_DATA_DIR`` and no ``examples``;
         DownloadError: the fetch failed (what was fetched stays cached).
     """
+    if is_snapshot(settings.corpus):
+        return _load_snapshot(settings, say=say, progress=progress)
     corpus = settings.corpus or data_file("corpus")
     if corpus is None and examples is not None:
         urls = [url for ex in examples for url in ex.gold_urls]
@@ -288,6 +297,29 @@ def load_store(
         settings.aliases = str(aliases)
     distractors = None if settings.distractors in (None, "none") else settings.distractors
     return load_corpus(corpus, aliases=settings.aliases, distractors=distractors)
+
+
+def _load_snapshot(settings: ModelDataSettings, *, say, progress: bool) -> DiskArticleStore:
+    """A Wikipedia snapshot's store, its on-disk index built once (see ``disk_index``).
+
+    Its index is tantivy's, built with the store: ``retriever`` is set to say so, and a
+    ``rank-bm25`` asked for is refused. No distractors are added (the snapshot has them all).
+    """
+    if settings.retriever == "rank-bm25":
+        raise CorpusError(
+            f"--retriever rank-bm25 cannot search {settings.corpus!r}: a Wikipedia snapshot is "
+            "searched with its on-disk tantivy index; drop --retriever"
+        )
+    if settings.distractors not in (None, "none"):
+        raise CorpusError(
+            f"--distractors {settings.distractors!r} cannot be added to {settings.corpus!r}: a "
+            "snapshot holds all of Wikipedia; drop --distractors"
+        )
+    snapshot = parse_snapshot(settings.corpus)
+    settings.corpus, settings.retriever, settings.distractors = snapshot.name, ENGINE, "none"
+    if settings.aliases is None and (aliases := data_file("aliases")):
+        settings.aliases = str(aliases)
+    return open_snapshot(snapshot, aliases=settings.aliases, say=say, progress=progress)
 
 
 def _spec_of(text: str, lm: Any) -> ModelSpec:
@@ -379,7 +411,11 @@ class Session:
         A corpus fetched from Wikipedia adds ``corpus_fetch``: its counts (links, articles,
         ``unresolved_links``: links no article was found for), the API and when.
         """
-        fetched = corpus_manifest(self.settings.corpus) if self.settings.corpus else None
+        fetched = (
+            corpus_manifest(self.settings.corpus)
+            if self.settings.corpus and not is_snapshot(self.settings.corpus)
+            else None
+        )
         return {
             "dataset_sha256": dataset_fingerprint(examples),
             "corpus_sha256": self.store.fingerprint if self.store is not None else None,
@@ -387,6 +423,7 @@ class Session:
             "corpus_fetch": {k: v for k, v in fetched.items() if k != "unresolved"}
             if fetched and self.store is not None
             else None,
+            "corpus_index": getattr(self.store, "manifest", None),
             "lm_model": getattr(self.lm, "model", str(self.lm)),
             "judge_model": getattr(self.judge_lm, "model", str(self.judge_lm)),
             "engines": self.engines(),
@@ -452,7 +489,10 @@ def open_session(
     if retriever is None and retriever_needed and store is not None:
         from frames_dspy.retrieval import build_retriever
 
-        retriever = build_retriever(store, backend=settings.retriever)
+        if isinstance(store, DiskArticleStore):
+            retriever = SnapshotRetriever(store)  # its index was built with the store
+        else:
+            retriever = build_retriever(store, backend=settings.retriever)
     use_cache(settings.cache)
     if lm is None:
         lm = _program_lm(settings)
