@@ -59,7 +59,7 @@ def build_parser() -> argparse.ArgumentParser:
             "  python -m frames_dspy.evaluate --limit 10\n"
             "  python -m frames_dspy.evaluate --conditions naive,oracle --ids 0-4\n"
             "  python -m frames_dspy.evaluate --model openai/gpt-4o-mini --judge-model "
-            "openai/gpt-4o --threads 8 --max-cost 5\n"
+            "openai/gpt-4o --max-cost 5\n"
             "  python -m frames_dspy.evaluate --model openai/qwen --api-base "
             "http://localhost:8000/v1 --cache off\n"
             "  python -m frames_dspy.evaluate --program runs/opt/program.json --split test\n\n"
