@@ -116,7 +116,14 @@ def main(argv: Sequence[str] | None = None) -> int:
             os._exit(130)
         return 130
     print()
-    print(report.table3_markdown(summary, model=config.model, notes=summary.notes))
+    print(
+        report.table3_markdown(
+            summary,
+            model=config.model,
+            notes=summary.notes,
+            accuracy_measured=not config.retrieval_only,
+        )
+    )
     print(f"run folder: {config.out}")
     if summary.stopped:
         print(f"stopped early: {summary.stopped}; rerun with --out {config.out} to continue")

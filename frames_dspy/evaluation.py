@@ -402,7 +402,9 @@ def _notes(session: Session, settings: EvalConfig) -> list[str]:
 
 def _write_reports(out: Path, settings: EvalConfig, notes: list[str]) -> dict[str, Any]:
     """summary.json, table.md, the plots, and report.html once a question has finished."""
-    rows = report.write_reports(out, model=settings.model, notes=notes)
+    rows = report.write_reports(
+        out, model=settings.model, notes=notes, accuracy_measured=not settings.retrieval_only
+    )
     if rows:
         write_html_report(out)
     return rows

@@ -472,6 +472,12 @@ def test_retrieval_only_makes_no_answer_or_judge_call(data, tmp_path):
     assert len(lm.history) == 6
     assert all("[[ ## answer ## ]]" not in str(h["messages"]) for h in lm.history)
     assert len(summary["multistep-vanilla"]["recall_by_round"]) == 2
+    # Nothing was measured, so the tables say so instead of 0.000 [0.00, ...].
+    table = (out / "table.md").read_text()
+    row = next(line for line in table.splitlines() if line.startswith("| bm25-2 |"))
+    assert row.split(" | ")[2:4] == ["—", "—"]
+    assert "0.000" not in (out / "by_reasoning_type.md").read_text()
+    assert not (out / "accuracy_by_reasoning_type.png").exists()
 
 
 def test_retrieval_only_rejects_naive(data, tmp_path):
