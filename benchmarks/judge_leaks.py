@@ -42,6 +42,7 @@ SCANNED = (
     "tests/test_answer_forms.py",
     "benchmarks/judge_*.py",
     "README.md",
+    "docs/autorater*.md",
 )
 
 _WORD = re.compile(r"[A-Za-z]+|\d+")

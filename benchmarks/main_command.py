@@ -1,4 +1,4 @@
-"""The README's main command, timed with several engine set-ups side by side in one run.
+"""The main command, timed with several engine set-ups side by side in one run.
 
 Run ``FRAMES_DATA_DIR=... python -m benchmarks.main_command [--limit 2] [--json]``.
 

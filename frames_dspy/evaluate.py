@@ -59,7 +59,7 @@ def build_parser() -> argparse.ArgumentParser:
             "  python -m frames_dspy.evaluate --limit 10\n"
             "  python -m frames_dspy.evaluate --conditions naive,oracle --ids 0-4\n"
             "  python -m frames_dspy.evaluate --model openai/gpt-4o-mini --judge-model "
-            "openai/gpt-4o --threads 8 --max-cost 5\n"
+            "openai/gpt-4o --max-cost 5\n"
             "  python -m frames_dspy.evaluate --model openai/qwen --api-base "
             "http://localhost:8000/v1 --cache off\n"
             "  python -m frames_dspy.evaluate --program runs/opt/program.json --split test\n\n"
@@ -116,7 +116,14 @@ def main(argv: Sequence[str] | None = None) -> int:
             os._exit(130)
         return 130
     print()
-    print(report.table3_markdown(summary, model=config.model, notes=summary.notes))
+    print(
+        report.table3_markdown(
+            summary,
+            model=config.model,
+            notes=summary.notes,
+            accuracy_measured=not config.retrieval_only,
+        )
+    )
     print(f"run folder: {config.out}")
     if summary.stopped:
         print(f"stopped early: {summary.stopped}; rerun with --out {config.out} to continue")

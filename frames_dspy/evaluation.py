@@ -29,6 +29,7 @@ from frames_dspy.cost import Pricer, SpendMeter, estimate_lines, question_cost
 from frames_dspy.data import load_frames, split_frames, summarize
 from frames_dspy.disk_store import DiskArticleStore
 from frames_dspy.files import sha256_file
+from frames_dspy.lm.specs import API_THREADS, THREADS_DEFAULT
 from frames_dspy.programs import (
     CONDITIONS,
     ProgramSpec,
@@ -73,7 +74,8 @@ class EvalConfig(ModelDataSettings):
         retrieval_only: Run only the retrieval half of every program (no answer call, so no
             judge call: accuracy is not measured, recall and query tokens are). Recall
             cannot depend on the answer step, so this measures it at a fraction of the cost.
-        threads: Questions run at once.
+        threads: Questions run at once; None chooses by the model when the run starts (1
+            for an embedded model, 8 for an API model or server: ``ModelSpec.default_threads``).
         out: The run folder; None means ``runs/<timestamp>``.
         max_failure_rate: Above this share of failed questions in a condition the command
             reports the run as failed (exit status 1); the records stay.
@@ -189,12 +191,14 @@ class EvalConfig(ModelDataSettings):
         "accuracy is not measured (every answer is empty) but recall and query tokens are",
         resume=("evaluate",),
     )
-    threads: int = setting(
-        1,
+    threads: int | None = setting(
+        None,
         kind="positive_int",
         group=_RUN,
         entries=_EVALUATE,
-        help="questions in parallel (the embedded model serialises its calls)",
+        default_text=f"`1` embedded, `{API_THREADS}` API",
+        help=f"questions in parallel (default: {THREADS_DEFAULT}); config.json records the "
+        "number used",
     )
     program: str | None = setting(
         None,
@@ -415,7 +419,9 @@ def _snapshot_note(store: DiskArticleStore, settings: EvalConfig, selected) -> s
 
 def _write_reports(out: Path, settings: EvalConfig, notes: list[str]) -> dict[str, Any]:
     """summary.json, table.md, the plots, and report.html once a question has finished."""
-    rows = report.write_reports(out, model=settings.model, notes=notes)
+    rows = report.write_reports(
+        out, model=settings.model, notes=notes, accuracy_measured=not settings.retrieval_only
+    )
     if rows:
         write_html_report(out)
     return rows
@@ -475,6 +481,8 @@ def run_evaluation(
         retriever=retriever,
     )
     settings = session.settings
+    if settings.threads is None:
+        settings.threads = session.model.default_threads
     budget_given = config.context_tokens is not None
     programs = {
         label: _build(label, spec, settings, session, budget_given=budget_given)

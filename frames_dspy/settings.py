@@ -79,6 +79,8 @@ class Option:
         const: The value of an ``optional_value`` flag given alone.
         resume: The entry points whose run folder or study is not resumed with another
             value of this setting (it changes what a prediction or a trial means).
+        default_text: How the docs show a default that is chosen when the run starts (from
+            the model, say); None shows the declared default.
     """
 
     flag: str | None
@@ -90,6 +92,7 @@ class Option:
     metavar: str | None = None
     const: Any = None
     resume: frozenset[str] = frozenset()
+    default_text: str | None = None
 
     def __post_init__(self):
         if self.kind not in KINDS:
@@ -111,6 +114,7 @@ def setting(
     metavar: str | None = None,
     const: Any = None,
     resume: Iterable[str] = (),
+    default_text: str | None = None,
     default_factory: Any = MISSING,
 ) -> Any:
     """A config dataclass field declared with its command-line option.
@@ -128,6 +132,7 @@ def setting(
         metavar=metavar,
         const=const,
         resume=frozenset(resume),
+        default_text=default_text,
     )
     if default_factory is not MISSING:
         return field(default_factory=default_factory, metadata={"option": option})
@@ -240,7 +245,9 @@ def settings_markdown(config_type: type, entry: str) -> str:
     computed = {f.name for f in fields(config_type) if f.default_factory is not MISSING}
     lines = ["| option | default | what it does |", "|---|---|---|"]
     for name, option, default in options(config_type, entry):
-        if name in computed:
+        if option.default_text is not None:
+            shown = option.default_text
+        elif name in computed:
             shown, default = "computed", "computed when the run starts"
         elif default is None or default is MISSING:
             shown = "—"

@@ -136,6 +136,8 @@ def run_compile(
     )
     config = session.settings
     config.out = str(out)
+    if config.threads is None:
+        config.threads = session.model.default_threads
     if session.self_judging:
         logger.warning(
             "SELF-JUDGING: the autorater's LM judge is the model under test, which tends to "

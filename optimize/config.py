@@ -8,7 +8,7 @@ from typing import Any
 
 import dspy
 
-from frames_dspy.lm import make_lm
+from frames_dspy.lm import API_THREADS, THREADS_DEFAULT, default_threads, make_lm
 from frames_dspy.session import ModelDataSettings
 from frames_dspy.settings import resume_keys, setting, settings_markdown
 from optimize.optimizers import OPTIMIZER_HELP, OPTIMIZERS, OptimizerSettings
@@ -38,7 +38,7 @@ COMPILE_EXAMPLES = (
     "  # after an interruption, run the same command again to resume\n"
     "  python -m optimize.compile --model openai/gpt-4o-mini --judge-model "
     "openai/gpt-4o \\\n"
-    "      --trials 30 --optimizer mipro --threads 8 --max-lm-calls 20000 "
+    "      --trials 30 --optimizer mipro --max-lm-calls 20000 "
     "--out runs/opt-4o\n"
     "  # extra workers (same settings) sharing a PostgreSQL study from other machines\n"
     "  python -m optimize.compile --model openai/gpt-4o-mini --judge-model "
@@ -104,7 +104,8 @@ class CompileConfig(ModelDataSettings):
             (``search_question_query`` makes the study try the question as a query both ways).
         found_tokens, lead_chars: Choices the study tries for the query writer's view of the
             articles found so far: its token budget, and the characters of each lead.
-        threads: Questions scored in parallel.
+        threads: Questions scored in parallel; None chooses by the program model when the
+            run starts (``ModelSpec.default_threads``: 1 embedded, 8 API).
         out: Output folder; None means ``runs/opt-<timestamp>``.
     """
 
@@ -351,12 +352,14 @@ class CompileConfig(ModelDataSettings):
         help="answer with chain of thought",
         resume=("compile",),
     )
-    threads: int = setting(
-        1,
+    threads: int | None = setting(
+        None,
         kind="positive_int",
         group=_RUN,
         entries=_COMPILE,
-        help="questions scored in parallel (default %(default)s)",
+        default_text=f"`1` embedded, `{API_THREADS}` API",
+        help=f"questions scored in parallel (default: {THREADS_DEFAULT}); config.json records "
+        "the number used",
     )
     out: str | None = setting(
         None,
@@ -379,7 +382,10 @@ class CompileConfig(ModelDataSettings):
                 self.timeout is None or self.timeout > 0,
                 f"--timeout {self.timeout} must be a positive number of seconds",
             ),
-            (self.threads >= 1, f"--threads {self.threads} must be at least 1"),
+            (
+                self.threads is None or self.threads >= 1,
+                f"--threads {self.threads} must be at least 1",
+            ),
             (
                 self.max_lm_calls is None or self.max_lm_calls >= 1,
                 f"--max-lm-calls {self.max_lm_calls} must be at least 1",
@@ -461,7 +467,7 @@ class CompileConfig(ModelDataSettings):
             demo_chars=self.demo_chars,
             instructions_only=instructions_only,
             candidates=self.optimizer_candidates,
-            threads=self.threads,
+            threads=self.threads or default_threads(embedded=embedded),
             seed=self.seed,
             objective=self.objective,
             budget=self.optimizer_budget,

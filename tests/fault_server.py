@@ -2,12 +2,12 @@
 
 It listens on 127.0.0.1 only, answers ``POST /v1/chat/completions`` in DSPy's chat format
 (it reads the output fields a prompt asks for and fills them), and injects faults: HTTP 500,
-HTTP 429 (with ``Retry-After: 0``) and stalls longer than the client's timeout. Whether the
-n-th try of a given request fails is drawn from a random stream seeded by the request's content
-and n, so it does not depend on which thread asks first, and no request fails more than
-``max_faults`` times in a row: a client that retries that often always gets through. A prompt
-that contains :data:`POISON` always gets a 500, so its question fails for good. Every request
-and every injected fault is counted. The server stops by itself after
+HTTP 429 (with ``Retry-After: 0`` unless told otherwise) and stalls longer than the client's
+timeout. Whether the n-th try of a given request fails is drawn from a random stream seeded
+by the request's content and n, so it does not depend on which thread asks first, and no
+request fails more than ``max_faults`` times in a row: a client that retries that often always
+gets through. A prompt that contains :data:`POISON` always gets a 500, so its question fails
+for good. Every request and every injected fault is counted. The server stops by itself after
 ``lifetime`` seconds, so a test that dies cannot leave it running.
 
 Run it alone with ``python tests/fault_server.py --port 0`` (it prints its URL).
@@ -66,6 +66,8 @@ class FaultServer:
             timeout).
         seed: Seed of the fault stream.
         max_faults: Tries of one request that may fail before it is answered.
+        retry_after: The ``Retry-After`` header of a 429 (None: no header, so the client
+            chooses its own backoff).
         lifetime: Seconds after which the server shuts itself down.
     """
 
@@ -78,12 +80,13 @@ class FaultServer:
         stall: float = 3.0,
         seed: int = 0,
         max_faults: int = 2,
+        retry_after: str | None = "0",
         lifetime: float = 600.0,
         port: int = 0,
     ):
         self.p_500, self.p_429, self.p_stall, self.stall = p_500, p_429, p_stall, stall
         self.counts: Counter[str] = Counter()
-        self.seed, self.max_faults = seed, max_faults
+        self.seed, self.max_faults, self.retry_after = seed, max_faults, retry_after
         self._tries: Counter[str] = Counter()
         self._lock = threading.Lock()
         server = self
@@ -101,9 +104,8 @@ class FaultServer:
                 if fault in ("500", "poison"):
                     return self._send(500, {"error": {"message": "injected server error"}})
                 if fault == "429":
-                    return self._send(
-                        429, {"error": {"message": "injected rate limit"}}, {"Retry-After": "0"}
-                    )
+                    hint = {"Retry-After": server.retry_after} if server.retry_after else {}
+                    return self._send(429, {"error": {"message": "injected rate limit"}}, hint)
                 content = _reply(body.get("messages") or [])
                 prompt = sum(len(str(m.get("content", ""))) for m in body.get("messages", []))
                 return self._send(

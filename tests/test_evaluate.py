@@ -317,6 +317,37 @@ def test_threads_write_every_question_once(data, tmp_path):
     assert len(keys) == 9 and set(keys.values()) == {1}
 
 
+@pytest.mark.parametrize(
+    ("model", "threads", "expected"),
+    [
+        ("local", None, 1),  # the embedded model serialises its calls
+        ("local:/models/any.gguf", None, 1),
+        ("openai/gpt-4o-mini", None, 8),  # an API model
+        ("openai/my-model", None, 8),  # a server (with --api-base)
+        ("openai/gpt-4o-mini", 3, 3),  # --threads given wins
+        ("local", 2, 2),
+    ],
+)
+def test_threads_default_follows_the_model_and_config_json_records_it(
+    data, tmp_path, model, threads, expected
+):
+    out = tmp_path / "run"
+    config = config_for(data, out, conditions=["naive"], model=model, threads=threads)
+    run_evaluation(config, lm=program_lm(), judge_lm=judge(), progress=False)
+    recorded = json.loads((out / "config.json").read_text())["settings"]
+    assert recorded["threads"] == expected
+    assert config.threads == threads  # the caller's config is left as it was
+
+
+def test_help_says_how_the_threads_default_is_chosen(capsys):
+    with pytest.raises(SystemExit):
+        evaluate.main(["--help"])
+    text = " ".join(capsys.readouterr().out.split())
+    assert "1 for an embedded model, which serialises its calls; 8 for an API model or server" in (
+        text
+    )
+
+
 # --- failures inside a run --------------------------------------------------------------------
 
 
@@ -441,6 +472,12 @@ def test_retrieval_only_makes_no_answer_or_judge_call(data, tmp_path):
     assert len(lm.history) == 6
     assert all("[[ ## answer ## ]]" not in str(h["messages"]) for h in lm.history)
     assert len(summary["multistep-vanilla"]["recall_by_round"]) == 2
+    # Nothing was measured, so the tables say so instead of 0.000 [0.00, ...].
+    table = (out / "table.md").read_text()
+    row = next(line for line in table.splitlines() if line.startswith("| bm25-2 |"))
+    assert row.split(" | ")[2:4] == ["—", "—"]
+    assert "0.000" not in (out / "by_reasoning_type.md").read_text()
+    assert not (out / "accuracy_by_reasoning_type.png").exists()
 
 
 def test_retrieval_only_rejects_naive(data, tmp_path):

@@ -182,3 +182,61 @@ def test_a_run_whose_program_always_fails_counts_every_question_and_exits_non_ze
     assert "FAILED: naive: the program failed on 8 of 8 questions" in done.stderr
     summary = json.loads((out / "summary.json").read_text())
     assert summary["naive"]["program_errors"] == 8 and summary["naive"]["correct"] == 0
+
+
+# --- rate limits, one LM call at a time ---------------------------------------------------------
+
+
+def _api_lm(server: FaultServer, **kwargs):
+    from frames_dspy.lm import make_lm
+
+    return make_lm("openai/fault-model", api_base=server.url, cache=False, **kwargs)
+
+
+@pytest.fixture
+def waits(monkeypatch) -> list[float]:
+    """The waits FramesLM chooses between tries, recorded (and shortened to nothing)."""
+    from frames_dspy.lm import factory
+
+    chosen: list[float] = []
+    original = factory.FramesLM._retry_wait
+
+    def spy(self, exc, attempt):
+        wait = original(self, exc, attempt)
+        if wait is not None:
+            chosen.append(wait)
+            return 0.0
+        return None
+
+    monkeypatch.setattr(factory.FramesLM, "_retry_wait", spy)
+    return chosen
+
+
+def test_rate_limits_are_retried_with_backoff_and_counted(monkeypatch, waits):
+    from frames_dspy.accounting import metered
+
+    monkeypatch.delenv("OPENAI_API_KEY", raising=False)
+    # Every request is refused twice with HTTP 429 and no Retry-After, then answered.
+    with FaultServer(p_500=0, p_429=1.0, p_stall=0, max_faults=2, retry_after=None) as server:
+        lm = _api_lm(server, retry_backoff=1.0)
+        with metered() as meter:
+            reply = lm("the capital?")
+        counts = dict(server.counts)
+    assert reply and counts["429"] == 2 and counts["ok"] == 1
+    assert meter.retries == 2  # each retry counted against the question, as in the table
+    # Exponential backoff with jitter: 1 s then 2 s, each drawn from its upper half.
+    assert len(waits) == 2 and 0.5 <= waits[0] <= 1.0 and 1.0 <= waits[1] <= 2.0
+
+
+def test_a_rate_limit_honours_retry_after_and_then_fails_the_call(monkeypatch, waits):
+    from frames_dspy.accounting import metered
+    from frames_dspy.lm import LMCallError
+
+    monkeypatch.delenv("OPENAI_API_KEY", raising=False)
+    with FaultServer(p_500=0, p_429=1.0, p_stall=0, max_faults=10, retry_after="7") as server:
+        lm = _api_lm(server)
+        with metered() as meter, pytest.raises(LMCallError, match="rate-limited"):
+            lm("the capital?")
+        counts = dict(server.counts)
+    assert waits == [7.0, 7.0, 7.0]  # the server's hint, three retries for an API model
+    assert counts["429"] == 4 and meter.retries == 3

@@ -1,4 +1,4 @@
-"""The code layout the README describes holds: small modules, no import cycles, CLIs at the top.
+"""The layout docs/architecture.md describes holds: small modules, no cycles, CLIs at the top.
 
 These read the source with ``ast`` (imports inside functions count too), so a change that
 grows a module past the limit or closes an import loop fails here, not in a later review.

@@ -58,6 +58,7 @@ def test_two_trial_study_writes_every_file_and_a_reproducible_test_score(tiny, t
 
     config = json.loads((tmp_path / "config.json").read_text())
     assert config["status"] == "done"
+    assert config["settings"]["threads"] == 1  # the number used is recorded
     assert config["splits"]["train"] == 3 and config["splits"]["dev"] == 3
     assert config["seeds"]["split"] == 0 and config["dataset_sha256"]
     command = config["reproduce"]

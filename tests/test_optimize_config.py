@@ -64,6 +64,17 @@ def test_the_embedded_model_tunes_instructions_only_by_default(model, expected):
     )
 
 
+@pytest.mark.parametrize(
+    "model, threads, expected",
+    [("local", None, 1), ("local-1.5b", None, 1), ("openai/gpt-4o", None, 8), ("local", 3, 3)],
+)
+def test_threads_default_follows_the_model(model, threads, expected):
+    config = CompileConfig(model=model, threads=threads)
+    config.validate()
+    settings = config.optimizer_settings(embedded=parse_spec(model).embedded)
+    assert settings.threads == expected
+
+
 def test_study_keys_are_settings_and_include_the_session_keys():
     names = {f.name for f in dataclasses.fields(CompileConfig)}
     assert set(STUDY_KEYS) <= names

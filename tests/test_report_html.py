@@ -86,7 +86,11 @@ def test_evaluate_writes_a_self_contained_page_with_every_record(run_a):
     config = json.loads((run_a / "config.json").read_text())
     assert config["dataset_sha256"] in text and config["corpus_sha256"] in text
     assert "<th>cache</th><td>on</td>" in text
-    assert "<th>engines</th>" not in text  # no embedded model ran
+    assert "Embedded engine" not in text  # no embedded model ran
+    # The title names the run once, then what it ran.
+    title = re.search(r"<title>(.*?)</title>", text).group(1)
+    assert title == f"{run_a.parent.name}/a — frames-dspy report"
+    assert '<p class="subtitle">local: 6 condition(s) x 3 question(s)</p>' in text
     # ... and the notes heading table.md (models, judge, cache; self-judging, early stops).
     assert '<p class="note">program LM: dummy; judge: dummy; LM cache: on</p>' in text
 
@@ -172,3 +176,39 @@ def test_command_line_errors_name_the_problem(tmp_path, run_a, capsys):
     with pytest.raises(SystemExit) as exit_info:
         main(["pdf", str(run_a)])
     assert exit_info.value.code == 2
+
+
+def test_the_engine_record_is_a_small_table(run_a):
+    config_path = run_a / "config.json"
+    config = json.loads(config_path.read_text())
+    engine = {
+        "isolation": "process",
+        "n_ctx": 8192,
+        "n_threads": 2,
+        "extra_buffers": False,
+        "worker_restarts": 0,
+        "cpu": "Some Xeon (avx2, amx_tile)",
+        "llama_cpp_system_info": "CPU : SSE3 = 1 | AVX = 1 | " * 40,
+    }
+    config["engines"] = {"program": engine, "judge": {**engine, "n_ctx": 4096}}
+    config_path.write_text(json.dumps(config))
+    assert main(["html", str(run_a)]) == 0
+    text = (run_a / "report.html").read_text(encoding="utf-8")
+    table = re.search(r'<div class="engines">(.*?)</div>', text, re.S).group(1)
+    assert "<th>program</th><th>judge</th>" in table
+    assert "<tr><th>n_ctx</th><td>8192</td><td>4096</td></tr>" in table
+    assert "<tr><th>cpu</th><td>Some Xeon (avx2, amx_tile)</td>" in table
+    # llama.cpp's long system info is folded away, not a cell of JSON.
+    assert "<th>llama_cpp_system_info</th>" not in table
+    assert "<summary>llama_cpp_system_info (program)</summary>" in table
+    assert '{"isolation"' not in text
+
+
+def test_a_retrieval_only_run_shows_no_accuracy(data, tmp_path):
+    out = tmp_path / "ro"
+    config = config_for(data, out, conditions=["bm25-2"], retrieval_only=True)
+    run_evaluation(config, lm=program_lm(), judge_lm=judge(), progress=False)
+    text = (out / "report.html").read_text(encoding="utf-8")
+    row = re.search(r"<tr><td>bm25-2</td>(.*?)</tr>", text).group(1)
+    cells = re.findall(r"<td>(.*?)</td>", row)
+    assert cells[1:3] == ["—", "—"]  # accuracy and its interval: not measured

@@ -29,7 +29,7 @@ from frames_dspy.cli import CommandParser, positive_float, positive_int, start_c
 from frames_dspy.judge.labels import SPLIT_SEED, SPLITS, LabelError, load_labels, select_split
 from frames_dspy.judge.protocols import DEFAULT_PROTOCOL, JUDGE_PROTOCOLS
 from frames_dspy.judge.validate import ItemResult, render, render_side_by_side, validate
-from frames_dspy.lm import LMSetupError
+from frames_dspy.lm import THREADS_DEFAULT, LMSetupError, parse_spec
 from frames_dspy.lm.cache import CACHE_MODES, use_cache
 from frames_dspy.session import ModelDataSettings, make_judge
 
@@ -96,8 +96,8 @@ def build_parser() -> CommandParser:
     check.add_argument(
         "--threads",
         type=positive_int("--threads"),
-        default=1,
-        help="items judged at once (the embedded model serialises its calls)",
+        default=None,
+        help=f"items judged at once (default: {THREADS_DEFAULT})",
     )
     check.add_argument(
         "--show",
@@ -168,7 +168,8 @@ def main(argv: Sequence[str] | None = None) -> int:
                 )
 
         try:
-            report = validate(items, autorater, threads=args.threads, on_result=progress)
+            threads = args.threads or parse_spec(args.judge_model).default_threads
+            report = validate(items, autorater, threads=threads, on_result=progress)
         except LMSetupError as err:
             parser.exit(2, f"\n{parser.prog}: error: the judge cannot run: {err}\n")
         if not args.quiet:

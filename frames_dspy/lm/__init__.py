@@ -37,13 +37,16 @@ from frames_dspy.lm.errors import LMCallError, LMSetupError
 from frames_dspy.lm.factory import FramesLM, make_lm
 from frames_dspy.lm.llama_engine import LlamaCppEngine, loaded_models
 from frames_dspy.lm.specs import (
+    API_THREADS,
     BUNDLED_MODELS,
     DEFAULT_LOCAL_MAX_TOKENS,
     DEFAULT_N_CTX,
     DEFAULT_SPEC,
     LOCAL_PREFIX,
+    THREADS_DEFAULT,
     BundledModel,
     ModelSpec,
+    default_threads,
     parse_spec,
 )
 from frames_dspy.lm.usage import UsageTotals, context_window, count_tokens, usage_totals
@@ -56,12 +59,14 @@ from frames_dspy.lm.weights import (
 )
 
 __all__ = [
+    "API_THREADS",
     "BUNDLED_MODELS",
     "DEFAULT_LOCAL_MAX_TOKENS",
     "DEFAULT_N_CTX",
     "DEFAULT_SPEC",
     "LOCAL_PREFIX",
     "MODEL_DIR_ENV",
+    "THREADS_DEFAULT",
     "BundledModel",
     "FramesLM",
     "LMCallError",
@@ -72,6 +77,7 @@ __all__ = [
     "assemble_model",
     "context_window",
     "count_tokens",
+    "default_threads",
     "file_fingerprint",
     "locate_parts",
     "loaded_models",

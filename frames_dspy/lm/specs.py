@@ -11,13 +11,16 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 __all__ = [
+    "API_THREADS",
     "BUNDLED_MODELS",
     "DEFAULT_LOCAL_MAX_TOKENS",
     "DEFAULT_N_CTX",
     "DEFAULT_SPEC",
     "LOCAL_PREFIX",
+    "THREADS_DEFAULT",
     "BundledModel",
     "ModelSpec",
+    "default_threads",
     "parse_spec",
 ]
 
@@ -29,6 +32,13 @@ LOCAL_PREFIX = "local:"
 DEFAULT_N_CTX = 8192
 # Small models sometimes loop; an unbounded answer would then run to the end of the window.
 DEFAULT_LOCAL_MAX_TOKENS = 1024
+#: Questions run at once for an API model or a server by default (DSPy's own default). An
+#: embedded model serialises its calls, so more than one thread would only queue.
+API_THREADS = 8
+#: The threads default in words, for ``--help`` and the docs.
+THREADS_DEFAULT = (
+    f"1 for an embedded model, which serialises its calls; {API_THREADS} for an API model or server"
+)
 
 _KINDS = ("bundled", "gguf", "litellm")
 
@@ -125,6 +135,12 @@ class ModelSpec:
             return DEFAULT_N_CTX
         return None
 
+    @property
+    def default_threads(self) -> int:
+        """Questions to run at once unless ``--threads`` says otherwise (see
+        :func:`default_threads`)."""
+        return default_threads(embedded=self.embedded)
+
     def default_context_tokens(self, window: int | None) -> int:
         """Article budget (tokens) for the answer prompt, from the model's window and speed.
 
@@ -141,6 +157,12 @@ class ModelSpec:
         if window:
             return max(1000, min(100_000, window - 4000))
         return 30_000
+
+
+def default_threads(*, embedded: bool) -> int:
+    """Questions to run at once by default: 1 for an embedded model (its engine serialises
+    its calls), :data:`API_THREADS` for an API model or an OpenAI-compatible server."""
+    return 1 if embedded else API_THREADS
 
 
 def parse_spec(spec: str) -> ModelSpec:

@@ -64,10 +64,11 @@ def _answer_in_context_text(row: dict[str, Any]) -> str:
 
 
 def table3_cells(
-    summary: dict[str, dict[str, Any]], *, model: str = ""
+    summary: dict[str, dict[str, Any]], *, model: str = "", accuracy_measured: bool = True
 ) -> tuple[list[str], list[list[str]]]:
     """The header and the formatted cells of :func:`table3_markdown`, one list per condition
-    (the HTML report shows the same cells)."""
+    (the HTML report shows the same cells). A run that measured no accuracy (retrieval only:
+    no answer step, no judge) shows "—" for it and its interval."""
     header = [
         "condition", "n", f"accuracy ({model or 'this run'})", "95% CI", "failed",
         "judge errors", "verdicts rules/LM", "cached calls", "retries", "final recall (n)",
@@ -90,8 +91,8 @@ def table3_cells(
             [
                 name,
                 str(row["n"]),
-                _fmt(row["accuracy"]),
-                f"[{_fmt(low, 2)}, {_fmt(high, 2)}]",
+                _fmt(row["accuracy"] if accuracy_measured else None),
+                f"[{_fmt(low, 2)}, {_fmt(high, 2)}]" if accuracy_measured else "—",
                 str(row.get("program_errors", 0)),
                 str(row["judge_errors"]),
                 verdicts,
@@ -108,7 +109,11 @@ def table3_cells(
 
 
 def table3_markdown(
-    summary: dict[str, dict[str, Any]], *, model: str = "", notes: Sequence[str] = ()
+    summary: dict[str, dict[str, Any]],
+    *,
+    model: str = "",
+    notes: Sequence[str] = (),
+    accuracy_measured: bool = True,
 ) -> str:
     """The paper's Table 3 shape: accuracy per setup, ours beside Gemini-Pro-1.5's.
 
@@ -116,12 +121,13 @@ def table3_markdown(
     wrong), judge errors (counted wrong), how many verdicts the autorater's rules and its LM
     judge gave, LM calls answered from the cache, retried faults, and how many questions the
     recall is averaged over; and how often the gold answer was in the answer step's context
-    (over the questions where that can be checked). ``notes`` are printed above it.
+    (over the questions where that can be checked). ``notes`` are printed above it;
+    ``accuracy_measured`` False (a retrieval-only run) shows "—" for accuracy.
     """
     lines = [f"> {note}" for note in notes]
     if lines:
         lines.append("")
-    header, rows = table3_cells(summary, model=model)
+    header, rows = table3_cells(summary, model=model, accuracy_measured=accuracy_measured)
     lines.append("| " + " | ".join(header) + " |")
     lines.append("|---|---:|---:|---|" + "---:|" * (len(header) - 4))
     lines += ["| " + " | ".join(cells) + " |" for cells in rows]
@@ -373,12 +379,26 @@ def plot_failures_by_type(records: Sequence[QuestionRecord], path: str | Path | 
     return fig
 
 
+def _accuracy_markdown(table: pd.DataFrame, measured: bool) -> str:
+    if measured:
+        return table.round(3).to_markdown() + "\n"
+    table = table.astype(object)  # every answer is empty by design: "—", not zeros
+    table.loc[:, table.columns[1:]] = "—"
+    return table.to_markdown() + "\n"
+
+
 def write_reports(
-    run_dir: str | Path, *, model: str = "", notes: Sequence[str] = ()
+    run_dir: str | Path,
+    *,
+    model: str = "",
+    notes: Sequence[str] = (),
+    accuracy_measured: bool = True,
 ) -> dict[str, dict[str, Any]]:
     """Write ``summary.json``, ``table.md``, per-type and per-article-count tables and plots.
 
-    ``notes`` (how the run was made: judge, cache, an early stop) head ``table.md``.
+    ``notes`` (how the run was made: judge, cache, an early stop) head ``table.md``. A run
+    that measured no accuracy (``accuracy_measured`` False: retrieval only) shows "—" for it
+    in the tables and gets no accuracy plot.
     """
     run_dir = Path(run_dir)
     records = load_records(run_dir)
@@ -386,14 +406,17 @@ def write_reports(
     atomic_write_json(run_dir / "summary.json", summary)
     if not records:
         return summary
-    table = table3_markdown(summary, model=model, notes=notes)
+    table = table3_markdown(summary, model=model, notes=notes, accuracy_measured=accuracy_measured)
     (run_dir / "table.md").write_text(table, encoding="utf-8")
     (run_dir / "by_reasoning_type.md").write_text(
-        accuracy_by_reasoning_type(records).round(3).to_markdown() + "\n", encoding="utf-8"
+        _accuracy_markdown(accuracy_by_reasoning_type(records), accuracy_measured),
+        encoding="utf-8",
     )
     (run_dir / "by_article_count.md").write_text(
-        accuracy_by_article_count(records).round(3).to_markdown() + "\n", encoding="utf-8"
+        _accuracy_markdown(accuracy_by_article_count(records), accuracy_measured),
+        encoding="utf-8",
     )
-    plot_accuracy_by_type(records, run_dir / "accuracy_by_reasoning_type.png")
+    if accuracy_measured:
+        plot_accuracy_by_type(records, run_dir / "accuracy_by_reasoning_type.png")
     plot_recall_by_round(summary, run_dir / "recall_by_round.png")
     return summary

@@ -162,8 +162,11 @@ def _run_part(
     run_dir: Path, config: dict[str, Any], records: list[QuestionRecord]
 ) -> dict[str, Any]:
     summary = summarize(records)
-    model = (config.get("settings") or {}).get("model", "")
-    header, cells = table3_cells(summary, model=model)
+    settings = config.get("settings") or {}
+    measured = not settings.get("retrieval_only", False)
+    header, cells = table3_cells(
+        summary, model=settings.get("model", ""), accuracy_measured=measured
+    )
     return {
         "path": str(run_dir),
         "config": config,
@@ -172,6 +175,23 @@ def _run_part(
         "plots": _plots(run_dir),
         "notes": _notes(run_dir),
     }
+
+
+def _run_name(folder: Path) -> str:
+    """The folder as a reader knows it: its parent and name (``runs/20261206-101500``)."""
+    folder = folder.resolve()
+    return f"{folder.parent.name}/{folder.name}" if folder.parent.name else folder.name
+
+
+def _describe(part: dict[str, Any]) -> str:
+    """What a run ran: its model, conditions and questions."""
+    config = part["config"]
+    model = (config.get("settings") or {}).get("model") or "?"
+    conditions = len(part["summary"])
+    questions = len(config.get("selected_ids") or []) or max(
+        (row["n"] for row in part["summary"].values()), default=0
+    )
+    return f"{model}: {conditions} condition(s) x {questions} question(s)"
 
 
 def report_data(
@@ -208,8 +228,8 @@ def report_data(
         config = compare or CompareConfig(str(folders[0]), str(folders[1]))
         comparison = comparison_dict(compare_runs(config))
     return {
-        "title": f"frames-dspy run {folders[0].name}"
-        + (f" vs {folders[1].name}" if run_b is not None else ""),
+        "title": " vs ".join(_run_name(f) for f in folders) + " — frames-dspy report",
+        "subtitle": "; ".join(_describe(part) for part in runs),
         "runs": runs,
         "questions": questions,
         "rows": rows,
@@ -223,11 +243,7 @@ def _esc(value: Any) -> str:
 
 
 def _kv_table(items: Sequence[tuple[str, Any]]) -> str:
-    rows = "".join(
-        f"<tr><th>{_esc(k)}</th><td>{_esc(json.dumps(v) if isinstance(v, dict | list) else v)}"
-        "</td></tr>"
-        for k, v in items
-    )
+    rows = "".join(f"<tr><th>{_esc(k)}</th><td>{_esc(_cell(v))}</td></tr>" for k, v in items)
     return f'<table class="kv">{rows}</table>'
 
 
@@ -240,8 +256,7 @@ def _header_html(part: dict[str, Any], label: str) -> str:
         for k in ("dataset_sha256", "corpus_sha256", "corpus_articles", "program_sha256")
         if k in config
     ]
-    # "engines": how each embedded model ran (empty for API models).
-    env_keys = ("started", "python", "packages", "engines")
+    env_keys = ("started", "python", "packages")
     env = [(k, config[k]) for k in env_keys if config.get(k) not in (None, {})]
     env.append(("questions selected", len(config.get("selected_ids") or [])))
     rest = [(k, v) for k, v in settings.items() if k not in _HEADLINE]
@@ -255,9 +270,44 @@ def _header_html(part: dict[str, Any], label: str) -> str:
         f"{notes}"
         f'<div class="cols"><div><h3>Models and cache</h3>{_kv_table(headline)}</div>'
         f"<div><h3>Data</h3>{_kv_table(data)}</div><div><h3>Environment</h3>{_kv_table(env)}"
-        f"</div></div><details><summary>Every setting ({len(rest)}) and program spec"
-        f"</summary>{_kv_table(rest)}{_kv_table(programs)}</details></section>"
+        f"</div></div>{_engines_html(config.get('engines') or {})}"
+        f"<details><summary>Every setting ({len(rest)}) and program spec</summary>"
+        f"{_kv_table(rest)}{_kv_table(programs)}</details></section>"
     )
+
+
+#: Engine record fields too long for a table cell; they go in a details element below it.
+_ENGINE_DETAILS = ("llama_cpp_system_info",)
+
+
+def _engines_html(engines: dict[str, Any]) -> str:
+    """How each embedded model ran (``config.json``'s ``engines``) as a small table: one
+    column per role (program, judge), one row per setting; empty for API models."""
+    if not engines:
+        return ""
+    roles = list(engines)
+    keys = list(dict.fromkeys(k for r in roles for k in engines[r] if k not in _ENGINE_DETAILS))
+    head = "".join(f"<th>{_esc(role)}</th>" for role in roles)
+    body = "".join(
+        f"<tr><th>{_esc(key)}</th>"
+        + "".join(f"<td>{_esc(_cell(engines[r].get(key)))}</td>" for r in roles)
+        + "</tr>"
+        for key in keys
+    )
+    details = "".join(
+        f"<details><summary>{_esc(key)} ({_esc(role)})</summary><pre>{_esc(value)}</pre></details>"
+        for role in roles
+        for key in _ENGINE_DETAILS
+        if (value := engines[role].get(key))
+    )
+    return (
+        '<div class="engines"><h3>Embedded engine</h3><table class="kv"><thead><tr><th></th>'
+        f"{head}</tr></thead><tbody>{body}</tbody></table>{details}</div>"
+    )
+
+
+def _cell(value: Any) -> Any:
+    return json.dumps(value) if isinstance(value, dict | list) else value
 
 
 def _table_html(part: dict[str, Any]) -> str:
@@ -297,7 +347,7 @@ def render_report(data: dict[str, Any]) -> str:
         '<!DOCTYPE html>\n<html lang="en"><head><meta charset="utf-8">'
         f"<title>{_esc(data['title'])}</title>"
         f"<style>{_asset('report.css')}</style></head><body>"
-        f"<h1>{_esc(data['title'])}</h1>"
+        f'<h1>{_esc(data["title"])}</h1><p class="subtitle">{_esc(data["subtitle"])}</p>'
         # Two runs: the comparison's intervals and the flipped questions come first.
         f'<section id="comparison"></section>{static}'
         '<section id="rows-section"><h2>Every question x condition</h2>'
