@@ -29,6 +29,7 @@ from frames_dspy.corpus import CorpusError, default_aliases, load_corpus
 from frames_dspy.download import DownloadError, reason_of, unreachable
 from frames_dspy.links import extract_links, link_title
 from frames_dspy.paths import HUB_DATASET, data_file, default_dataset
+from frames_dspy.snapshot import is_snapshot, parse_snapshot
 
 logger = logging.getLogger(__name__)
 
@@ -372,7 +373,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         "--corpus",
         default=None,
         help="articles as JSONL(.gz) to measure link coverage (e.g. frames_wiki/pages.jsonl.gz; "
-        "'default' = the one under $FRAMES_DATA_DIR)",
+        "'default' = the one under $FRAMES_DATA_DIR), or a Wikipedia snapshot ('wikipedia', "
+        "'wikipedia:SNAPSHOT', a parquet file or folder), indexed once if it is not yet",
     )
     parser.add_argument(
         "--aliases",
@@ -385,7 +387,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         examples = load_frames(args.dataset, revision=args.revision)
         store = None
-        if args.corpus:
+        if args.corpus and is_snapshot(args.corpus):
+            from frames_dspy.disk_index import open_snapshot  # the CLI only: retrieval is above
+
+            aliases = args.aliases or data_file("aliases")
+            store = open_snapshot(parse_snapshot(args.corpus), aliases=aliases, progress=True)
+        elif args.corpus:
             corpus = data_file("corpus") if args.corpus == "default" else Path(args.corpus)
             if corpus is None:
                 parser.error("--corpus default needs FRAMES_DATA_DIR to be set")

@@ -322,3 +322,21 @@ def test_waiting_builders_share_one_build(tmp_path, snapshot_file):
     outputs = [child.communicate(timeout=300) for child in children]
     assert all(child.returncode == 0 for child in children), outputs
     assert outputs[0][0] == outputs[1][0] and outputs[0][0].startswith("209 ")
+
+
+def test_the_data_command_reports_a_snapshots_coverage(
+    tmp_path, snapshot_file, capsys, monkeypatch
+):
+    from frames_dspy import data
+
+    monkeypatch.setenv("FRAMES_DSPY_CACHE", str(tmp_path / "cache"))
+    code = data.main(
+        ["--dataset", str(FIXTURES / "eval_frames.csv"), "--corpus", str(snapshot_file), "--json"]
+    )
+    assert code == 0
+    summary = json.loads(capsys.readouterr().out.strip().splitlines()[-1])
+    assert summary["corpus"]["articles"] == 209 and summary["corpus"]["link_coverage"] == 1.0
+    assert (
+        data.main(["--dataset", str(FIXTURES / "eval_frames.csv"), "--corpus", "wikipedia:x"]) == 2
+    )
+    assert "'x' is not a wikimedia/wikipedia snapshot name" in capsys.readouterr().err
