@@ -25,6 +25,7 @@ import os
 import shutil
 import threading
 import time
+from collections import Counter
 from collections.abc import Callable, Iterable, Sequence
 from contextlib import contextmanager
 from pathlib import Path
@@ -51,7 +52,7 @@ __all__ = ["ENGINE", "SnapshotRetriever", "index_folder", "open_snapshot"]
 
 ENGINE = "tantivy"
 INDEX_FORMAT = 1
-CHUNK_SIZE = 50_000
+CHUNK_SIZE = 25_000
 MANIFEST = "manifest.json"
 # Tantivy's BM25 constants (not settable from Python); recorded with every index.
 TANTIVY_BM25 = {"k1": 1.2, "b": 0.75, "idf": "lucene", "fieldnorm": "256 levels"}
@@ -444,19 +445,22 @@ class SnapshotRetriever:
         if not tokens:
             return []
         tantivy = self._tantivy
-        query = tantivy.Query.boolean_query(
-            [
-                (tantivy.Occur.Should, tantivy.Query.term_query(self._schema, "body", t))
-                for t in tokens
-            ]
-        )
+        # A repeated query word counts once per repeat, as in bm25s: one clause, boosted.
+        clauses = []
+        for token, repeats in Counter(tokens).items():
+            clause = tantivy.Query.term_query(self._schema, "body", token)
+            if repeats > 1:
+                clause = tantivy.Query.boost_query(clause, float(repeats))
+            clauses.append((tantivy.Occur.Should, clause))
+        query = tantivy.Query.boolean_query(clauses)
         want = k + len(skip)
         limit = want + 1
         with self._lock:
             # Ask deeper while the last hit ties the wanted depth, so ties break by row (as
             # bm25s's do), not by where tantivy's segments put them.
             while True:
-                found = self._searcher.search(query, limit).hits
+                # count=False: counting every match would turn off tantivy's pruning.
+                found = self._searcher.search(query, limit, count=False).hits
                 if len(found) < limit or found[-1][0] < found[want - 1][0]:
                     break
                 limit *= 2

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import csv
 import hashlib
+import mmap
 from collections.abc import Iterable, Iterator, Sequence
 from pathlib import Path
 
@@ -64,20 +65,24 @@ class StringColumn:
     """A string column written by :func:`write_strings`, memory-mapped, read by position."""
 
     def __init__(self, folder: Path, name: str) -> None:
-        self.offsets = np.load(folder / f"{name}.offsets.npy", mmap_mode="r", allow_pickle=False)
+        # A plain ndarray view of the mapped offsets: np.memmap's own indexing is slow.
+        offsets = np.load(folder / f"{name}.offsets.npy", mmap_mode="r", allow_pickle=False)
+        self.offsets = offsets.view(np.ndarray)
         blob = folder / f"{name}.bin"
         size = blob.stat().st_size
         if int(self.offsets[-1]) != size:
             raise CorpusError(f"{blob} has {size} bytes, its offsets say {int(self.offsets[-1])}")
-        # np.memmap refuses an empty file; an empty column needs no bytes anyway.
-        self._blob = np.memmap(blob, dtype=np.uint8, mode="r") if size else np.zeros(0, np.uint8)
+        self._blob = b""
+        if size:  # mmap refuses an empty file; an empty column needs no bytes anyway
+            with blob.open("rb") as handle:
+                self._blob = mmap.mmap(handle.fileno(), 0, access=mmap.ACCESS_READ)
 
     def __len__(self) -> int:
         return len(self.offsets) - 1
 
     def __getitem__(self, position: int) -> str:
         start, end = int(self.offsets[position]), int(self.offsets[position + 1])
-        return self._blob[start:end].tobytes().decode("utf-8")
+        return self._blob[start:end].decode("utf-8")
 
 
 def write_lookup(folder: Path, name: str, hashes: np.ndarray) -> None:
@@ -89,8 +94,9 @@ def write_lookup(folder: Path, name: str, hashes: np.ndarray) -> None:
 
 class _Lookup:
     def __init__(self, folder: Path, name: str) -> None:
-        self.hashes = np.load(folder / f"{name}.hash.npy", mmap_mode="r", allow_pickle=False)
-        self.rows = np.load(folder / f"{name}.row.npy", mmap_mode="r", allow_pickle=False)
+        load = np.load
+        self.hashes = load(folder / f"{name}.hash.npy", mmap_mode="r").view(np.ndarray)
+        self.rows = load(folder / f"{name}.row.npy", mmap_mode="r").view(np.ndarray)
 
     def rows_of(self, value: str) -> list[int]:
         (target,) = hash_keys([value])
