@@ -67,6 +67,7 @@ class FaultServer:
         seed: Seed of the fault stream.
         max_faults: Tries of one request that may fail before it is answered.
         lifetime: Seconds after which the server shuts itself down.
+        latency: Seconds every request waits before it is answered (a slow model).
     """
 
     def __init__(
@@ -80,7 +81,9 @@ class FaultServer:
         max_faults: int = 2,
         lifetime: float = 600.0,
         port: int = 0,
+        latency: float = 0.0,
     ):
+        self.latency = latency
         self.p_500, self.p_429, self.p_stall, self.stall = p_500, p_429, p_stall, stall
         self.counts: Counter[str] = Counter()
         self.seed, self.max_faults = seed, max_faults
@@ -96,6 +99,7 @@ class FaultServer:
                 length = int(self.headers.get("Content-Length") or 0)
                 body = json.loads(self.rfile.read(length) or b"{}")
                 fault = server._draw(body)
+                time.sleep(server.latency)
                 if fault == "stall":
                     time.sleep(server.stall)
                 if fault in ("500", "poison"):
