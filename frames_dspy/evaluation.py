@@ -297,6 +297,7 @@ def _check_resume(run: RunFolder, config: dict[str, Any]) -> None:
     previous = run.read_json("config.json")
     if previous is None:
         return
+    previous = redact_settings(previous)  # compared as written (a folder from before redaction)
     differences = setting_differences(
         previous.get("settings", {}),
         config["settings"],
@@ -521,7 +522,7 @@ def _evaluate(plan: _Plan, *, progress: bool, say: Callable[[str], None]) -> Run
     except OSError as err:
         raise run.write_failed(err, plan.keys) from err
     if settings.mlflow and rows:
-        log_evaluation(out, rows, redact_settings(run_config), settings=settings)
+        log_evaluation(out, rows, run_config, settings=settings)
     return RunSummary(rows, out=out, stopped=stopped, notes=notes)
 
 

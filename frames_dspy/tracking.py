@@ -138,7 +138,7 @@ _FIGURES = (
     "retries", "recall_n", "answer_in_context", "answer_in_context_n",
     "wrong_with_answer_in_context", "tokens_per_question", "reported_tokens_per_question",
     "lm_calls_per_question", "cost_usd",
-    "query_repetition_rate", "seconds_per_question",
+    "query_repetition_rate", "seconds_per_question", "duplicates_ignored",
 )  # fmt: skip
 
 

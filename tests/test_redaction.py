@@ -7,6 +7,7 @@ password in every URL it takes leaves none in any file of its folder or its MLfl
 
 from __future__ import annotations
 
+import json
 import logging
 import sqlite3
 
@@ -141,3 +142,17 @@ def test_a_run_with_a_password_in_every_url_writes_none(data, tmp_path):  # noqa
     with sqlite3.connect(store / "mlflow.db") as db:  # and nothing hides in the database
         dump = "\n".join(db.iterdump())
     assert not [s for s in SECRETS if s in dump]
+
+
+def test_a_folder_written_before_redaction_resumes_and_loses_its_password(data, tmp_path):  # noqa: F811
+    out = tmp_path / "run"
+    url = "http://frames:s3cretA@127.0.0.1:9/v1"
+    config = config_for(data, out, conditions=["naive"], api_base=url)
+    run_evaluation(config, lm=program_lm(), judge_lm=judge(), progress=False)
+    # An older version wrote the URL as it was given.
+    written = json.loads((out / "config.json").read_text())
+    written["settings"]["api_base"] = url
+    (out / "config.json").write_text(json.dumps(written))
+    config = config_for(data, out, conditions=["naive", "bm25-2"], api_base=url)
+    run_evaluation(config, lm=program_lm(), judge_lm=judge(), progress=False)  # resumed
+    assert _files_holding(out, SECRETS) == {}
