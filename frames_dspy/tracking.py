@@ -254,8 +254,8 @@ def log_study(
                 metrics = dict(zip(_OBJECTIVES, trial.values or (), strict=False))
                 metrics |= {k: v for k, v in attrs.items() if _number(v) is not None}
                 mlflow.log_metrics({k: float(v) for k, v in metrics.items()})
-        for path in sorted(out.iterdir()):
-            if path.is_file() and path.name != "study.db":
+        for path in sorted(out.iterdir()):  # not the study, nor the lock file
+            if path.is_file() and path.name != "study.db" and not path.name.startswith("."):
                 mlflow.log_artifact(str(path))
     logger.info("logged study %s to MLflow run %s", out, parent.info.run_id)
     return parent.info.run_id
