@@ -41,7 +41,7 @@ from frames_dspy.files import atomic_write_json, atomic_write_text
 from frames_dspy.links import normalize_link
 from frames_dspy.locks import FolderInUse, lock_folder
 from frames_dspy.paths import cache_dir, default_dataset
-from frames_dspy.redaction import redact
+from frames_dspy.redaction import redact, redact_text
 
 logger = logging.getLogger(__name__)
 
@@ -561,7 +561,7 @@ def main(argv: list[str] | None = None) -> int:
                 urls, out, api_url=args.api_url, delay=args.delay, progress=not args.quiet
             )
     except (DatasetError, DownloadError, FolderInUse) as err:
-        print(f"error: {err}", file=sys.stderr)
+        print(f"error: {redact_text(str(err))}", file=sys.stderr)
         return 2
     print(
         f"wrote {manifest['articles']} articles to {out / 'pages.jsonl.gz'} "

@@ -122,13 +122,22 @@ def run_compile(
     out = Path(config.out or Path("runs") / f"opt-{datetime.now():%Y%m%d-%H%M%S}")
     config.out = str(out)
     check_out(out)
-    injected = {"lm": lm, "judge_lm": judge_lm, "teacher_lm": teacher_lm, "examples": examples}
-    injected.update(store=store, retriever=retriever, progress=progress)
+    go = functools.partial(
+        _compile,
+        config,
+        lm=lm,
+        judge_lm=judge_lm,
+        teacher_lm=teacher_lm,
+        examples=examples,
+        store=store,
+        retriever=retriever,
+        progress=progress,
+    )
     if config.workers_only:  # workers share the folder (and its study) with the main command
         out.mkdir(parents=True, exist_ok=True)
-        return _compile(config, **injected)
+        return go()
     with lock_folder(out, what="output folder", fix=IN_USE_FIX):
-        return _compile(config, **injected)
+        return go()
 
 
 #: What a second main command on an output folder in use is told to do.
