@@ -13,7 +13,7 @@ import sqlite3
 
 import mlflow
 import pytest
-from test_evaluate import config_for, judge, program_lm
+from test_evaluate import call_main, config_for, judge, program_lm
 from test_report_html import data  # noqa: F401 (a fixture)
 
 from frames_dspy.evaluation import run_evaluation
@@ -156,3 +156,12 @@ def test_a_folder_written_before_redaction_resumes_and_loses_its_password(data, 
     config = config_for(data, out, conditions=["naive", "bm25-2"], api_base=url)
     run_evaluation(config, lm=program_lm(), judge_lm=judge(), progress=False)  # resumed
     assert _files_holding(out, SECRETS) == {}
+
+
+def test_an_error_line_names_a_url_without_its_password(data, capsys, tmp_path):  # noqa: F811
+    argv = ["--conditions", "naive", "--dataset", str(data["dataset"]), "--model", "openai/x"]
+    argv += ["--api-base", "http://u:s3cretA@127.0.0.1:1/v1", "--out", str(tmp_path / "run")]
+    code, _, err = call_main(argv, capsys)
+    assert code == 2
+    assert "nothing answers at api_base http://u:***@127.0.0.1:1/v1" in err
+    assert "s3cretA" not in err
