@@ -123,9 +123,14 @@ def check_out(path: Path, flag: str = "--out") -> None:
         with tempfile.NamedTemporaryFile(dir=existing, prefix=".frames-write-test-"):
             pass
     except OSError as err:
+        fix = f"choose another {flag}"
+        if (path / "predictions.jsonl").is_file():  # a run to resume: it stays as it is
+            fix = (
+                f"its records are kept; make it writable and rerun to resume, or copy the "
+                f"folder somewhere writable and pass the copy as {flag}"
+            )
         raise ValueError(
-            f"cannot write the run folder {path} ({err.strerror or err}: {existing}); choose "
-            f"another {flag}"
+            f"cannot write the run folder {path} ({err.strerror or err}: {existing}); {fix}"
         ) from err
 
 

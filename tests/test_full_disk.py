@@ -219,3 +219,27 @@ def test_a_real_full_disk_on_a_small_tmpfs(tmp_path):
     keys = _keys(out / "run")
     assert len(keys) == 2 * _N and set(keys.values()) == {1}
     assert json.loads((out / "run" / "summary.json").read_text())["bm25-2"]["n"] == _N
+
+
+def test_a_read_only_run_folder_is_refused_before_anything_runs(
+    data,  # noqa: F811
+    no_real_lm,  # noqa: F811
+    capsys,
+    tmp_path,
+    monkeypatch,
+):
+    out = tmp_path / "run"
+    assert call_main(_argv(data, out, "naive"), capsys)[0] == 0
+    made = len(no_real_lm)
+
+    def read_only(*args, **kwargs):  # what a read-only mount answers (root ignores chmod)
+        raise OSError(errno.EROFS, os.strerror(errno.EROFS), str(out))
+
+    monkeypatch.setattr("frames_dspy.run_folder.tempfile.NamedTemporaryFile", read_only)
+    status, _, err = call_main(_argv(data, out), capsys)
+    assert status == 2 and len(no_real_lm) == made  # no model made, so no LM call
+    assert _error_lines(err) == [
+        f"error: cannot write the run folder {out} (Read-only file system: {out}); its records "
+        "are kept; make it writable and rerun to resume, or copy the folder somewhere "
+        "writable and pass the copy as --out"
+    ]
