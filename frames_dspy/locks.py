@@ -24,6 +24,7 @@ import os
 import shlex
 import socket
 import sys
+import time
 from collections.abc import Iterator
 from datetime import UTC, datetime
 from pathlib import Path
@@ -38,6 +39,8 @@ __all__ = ["LOCK_NAME", "FolderInUse", "lock_folder", "holder_of", "describe_hol
 #: The lock file every locked folder holds.
 LOCK_NAME = ".lock"
 _DEFAULT_FIX = "wait for it to finish, or use another folder"
+#: Seconds a refused process waits for a new holder to say who it is.
+_WRITE_WAIT = 1.0
 
 
 class FolderInUse(RuntimeError):
@@ -76,6 +79,32 @@ def holder_of(folder: str | Path) -> dict[str, Any]:
     return holder if isinstance(holder, dict) else {}
 
 
+def _alive(holder: dict[str, Any]) -> bool:
+    """Whether the process a lock file names still runs (one on another host is assumed to)."""
+    if not holder.get("pid"):
+        return False
+    if holder.get("host") != socket.gethostname():
+        return True
+    try:
+        os.kill(int(holder["pid"]), 0)
+    except ProcessLookupError:
+        return False
+    except (PermissionError, ValueError, OverflowError):
+        return True
+    return True
+
+
+def _current_holder(folder: Path) -> dict[str, Any]:
+    """The holder of a lock just found taken. A process that has just taken it writes who
+    it is a moment later; until then the file is empty or names its dead predecessor."""
+    deadline = time.monotonic() + _WRITE_WAIT
+    while True:
+        holder = holder_of(folder)
+        if _alive(holder) or time.monotonic() > deadline:
+            return holder
+        time.sleep(0.05)
+
+
 def _this_process() -> dict[str, Any]:
     return {
         "pid": os.getpid(),
@@ -111,7 +140,7 @@ def _acquire(folder: Path, *, wait: bool, what: str, fix: str) -> int:
             try:
                 fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
             except BlockingIOError:
-                holder = holder_of(folder)
+                holder = _current_holder(folder)
                 if not wait:
                     raise FolderInUse(folder, holder, what=what, fix=fix) from None
                 if not told:

@@ -6,6 +6,7 @@ Holders in other processes are real processes (a short Python script), so the ke
 
 from __future__ import annotations
 
+import fcntl
 import json
 import logging
 import os
@@ -168,3 +169,24 @@ def test_the_command_in_the_lock_file_has_no_password(tmp_path, monkeypatch):
         text = (tmp_path / "run" / LOCK_NAME).read_text()
     assert "hunter2" not in text
     assert json.loads(text)["command"].endswith("--api-base http://u:***@h:8000/v1")
+
+
+def test_a_refusal_waits_a_moment_for_a_new_holder_to_say_who_it_is(tmp_path):
+    folder = tmp_path / "run"
+    folder.mkdir()
+    lock = folder / LOCK_NAME
+    probe = [sys.executable, "-c", "import os; print(os.getpid())"]
+    dead = subprocess.run(probe, capture_output=True, text=True, check=True)
+    lock.write_text(json.dumps({"pid": int(dead.stdout), "host": socket.gethostname()}))
+    fd = os.open(lock, os.O_RDWR)
+    fcntl.flock(fd, fcntl.LOCK_EX)  # just taken: the file still names the dead predecessor
+    me = {"pid": os.getpid(), "host": socket.gethostname(), "command": "the new holder"}
+    timer = threading.Timer(0.3, lambda: lock.write_text(json.dumps(me)))
+    timer.start()
+    try:
+        with pytest.raises(FolderInUse) as info, lock_folder(folder):
+            pass
+    finally:
+        timer.join()
+        os.close(fd)
+    assert info.value.holder == me and "(the new holder)" in str(info.value)

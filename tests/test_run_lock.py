@@ -73,7 +73,8 @@ def _check_complete(out: Path) -> None:
 def test_two_runs_started_together_on_one_folder_one_is_refused(tmp_path, env):
     data = _data(tmp_path, N_QUESTIONS, set())
     out = tmp_path / "run"
-    with FaultServer(p_500=0, p_429=0, p_stall=0, latency=0.1, lifetime=300) as server:
+    # 40 answers at 0.2 s: the winner still runs when the loser, half a second behind, starts.
+    with FaultServer(p_500=0, p_429=0, p_stall=0, latency=0.2, lifetime=300) as server:
         command = _command(server, data, out)
         first = _start(command, env)
         time.sleep(0.5)
