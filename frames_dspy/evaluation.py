@@ -360,6 +360,10 @@ def _write_reports(out: Path, settings: EvalConfig, notes: list[str]) -> dict[st
     return rows
 
 
+#: What a run refused because its folder is in use is told to do.
+IN_USE_FIX = "wait for it to finish (then rerun to resume), or choose another --out"
+
+
 def run_evaluation(
     config: EvalConfig,
     *,
@@ -430,10 +434,6 @@ def run_evaluation(
         }
         plan = _Plan(session, examples, selected, programs)
         return _evaluate(plan, progress=progress, say=say)
-
-
-#: What a run refused because its folder is in use is told to do.
-IN_USE_FIX = "wait for it to finish (then rerun to resume), or choose another --out"
 
 
 @dataclass
