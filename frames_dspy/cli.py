@@ -16,6 +16,7 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from frames_dspy.programs import condition_names
+from frames_dspy.redaction import RedactingFilter, redact_text
 from frames_dspy.session import ModelDataSettings
 from frames_dspy.settings import options
 
@@ -284,7 +285,7 @@ def add_data_arguments(parser: argparse.ArgumentParser, defaults: Any) -> None:
 
 def start_command(*, verbose: bool = False) -> None:
     """What every command line does first: log to stderr (INFO with ``--verbose``, else
-    WARNING), and print a native crash's stack.
+    WARNING) with URLs' credentials redacted, and print a native crash's stack.
 
     ``faulthandler`` prints where a segfault or abort happened (every thread's Python stack)
     instead of a bare "Segmentation fault"; the embedded model runs in a worker process with
@@ -294,6 +295,9 @@ def start_command(*, verbose: bool = False) -> None:
         faulthandler.enable(file=sys.__stderr__, all_threads=True)
     level = logging.INFO if verbose else logging.WARNING
     logging.basicConfig(level=level, format="%(levelname)s %(name)s: %(message)s")
+    for handler in logging.getLogger().handlers:  # no password or key in any log line
+        if not any(isinstance(f, RedactingFilter) for f in handler.filters):
+            handler.addFilter(RedactingFilter())
 
 
 def add_verbose_argument(parser: argparse.ArgumentParser) -> None:
@@ -305,10 +309,10 @@ def add_verbose_argument(parser: argparse.ArgumentParser) -> None:
     )
 
 
-def report_error(error: BaseException, *, verbose: bool = False) -> int:
-    """Print an expected failure as one line (after its traceback with ``--verbose``) and
-    return the exit status for bad input, 2."""
+def report_error(error: BaseException, *, verbose: bool = False, status: int = 2) -> int:
+    """Print an expected failure as one line, its URLs' credentials redacted (after its
+    traceback with ``--verbose``), and return ``status`` (default 2, for bad input)."""
     if verbose:
-        traceback.print_exception(error, file=sys.stderr)
-    print(f"error: {error}", file=sys.stderr)
-    return 2
+        print(redact_text("".join(traceback.format_exception(error))), file=sys.stderr, end="")
+    print(f"error: {redact_text(str(error))}", file=sys.stderr)
+    return status

@@ -17,7 +17,6 @@ A folder whose manifest is missing resumes; one whose files do not match it is r
 
 from __future__ import annotations
 
-import fcntl
 import hashlib
 import json
 import logging
@@ -27,7 +26,6 @@ import threading
 import time
 from collections import Counter
 from collections.abc import Callable, Iterable, Sequence
-from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -43,6 +41,7 @@ from frames_dspy.disk_store import (
     write_strings,
 )
 from frames_dspy.links import title_key
+from frames_dspy.locks import LOCK_NAME, lock_folder
 from frames_dspy.retrieval import TOKENIZER_SPEC, Hit, check_search, package_version, tokenize
 from frames_dspy.snapshot import Snapshot, stream_batches
 
@@ -89,19 +88,6 @@ def index_folder(snapshot: Snapshot, *, index_dir: str | Path | None = None, chu
     return root / f"wikipedia-{digest}"
 
 
-@contextmanager
-def _build_lock(folder: Path, say: Callable[[str], None]):
-    """One builder per index folder; a second process waits (the kernel frees a dead holder's)."""
-    folder.mkdir(parents=True, exist_ok=True)
-    with (folder / ".build.lock").open("a+") as handle:
-        try:
-            fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except BlockingIOError:
-            say(f"another process is building {folder}; waiting for it to finish")
-            fcntl.flock(handle, fcntl.LOCK_EX)
-        yield
-
-
 # -- the manifest ---------------------------------------------------------------------------
 
 
@@ -114,7 +100,7 @@ def _sha256(path: Path) -> str:
 
 
 def _index_files(folder: Path) -> list[Path]:
-    skip = {MANIFEST, ".build.lock", "build.json"}
+    skip = {MANIFEST, LOCK_NAME, "build.json"}
     return sorted(
         p
         for p in folder.rglob("*")
@@ -135,7 +121,7 @@ def check_manifest(folder: Path, key: dict[str, Any], *, full: bool = False) -> 
         raise CorpusError(f"{path} is missing (an unfinished build)") from None
     except (OSError, UnicodeDecodeError, json.JSONDecodeError) as err:
         raise CorpusError(f"{path} is unreadable ({err})") from err
-    if not isinstance(manifest, dict) or manifest.get("key") != key:
+    if not isinstance(manifest, dict) or manifest.get("identity") != key:
         raise CorpusError(f"{path} describes another snapshot, engine or tokenizer")
     for name, entry in manifest.get("files", {}).items():
         file = folder / name
@@ -334,7 +320,7 @@ def _finish(folder: Path, key: dict, state: dict, *, chunk_size: int, rows: int,
         for p in _index_files(folder)
     }
     manifest = {
-        "key": key,
+        "identity": key,
         "snapshot": snapshot.name,
         "articles": rows,
         "chunks": n_chunks,
@@ -378,7 +364,8 @@ def open_snapshot(
     workers = workers or os.cpu_count() or 1
     folder = index_folder(snapshot, index_dir=index_dir, chunk_size=chunk_size)
     key = _key(snapshot, chunk_size)
-    with _build_lock(folder, say):
+    # One builder per index folder: a second process waits, then loads what the first built.
+    with lock_folder(folder, wait=True, what="index folder"):
         try:
             manifest = check_manifest(folder, key)
         except CorpusError as problem:

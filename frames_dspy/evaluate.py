@@ -31,7 +31,9 @@ from frames_dspy.data import DatasetError
 from frames_dspy.download import DownloadError
 from frames_dspy.evaluation import EvalConfig, run_evaluation
 from frames_dspy.lm import LMSetupError
+from frames_dspy.locks import FolderInUse
 from frames_dspy.programs import CONDITIONS
+from frames_dspy.run_folder import WRITE_ERRNOS, FolderWriteError, write_error
 from frames_dspy.runner import RunAborted
 
 __all__ = ["EvalConfig", "run_evaluation", "build_parser", "main"]
@@ -67,10 +69,15 @@ def build_parser() -> argparse.ArgumentParser:
             "--dataset names a file) and, unless --corpus is given, the articles of all the\n"
             "dataset's links are fetched from Wikipedia once, into the user cache\n"
             "(~/.cache/frames-dspy/corpus; FRAMES_DSPY_CACHE moves it).\n\n"
+            "One process writes a run folder at a time: a second one on the same --out is\n"
+            "refused at once (it names the process that holds the folder).\n\n"
             "exit status: 0 done (or stopped cleanly by --max-lm-calls/--max-cost), 1 a\n"
             "condition failed on more than --max-failure-rate of its questions, 2 bad input,\n"
-            "a failed download or an LM that cannot run, 130 interrupted (finished questions\n"
-            "are saved)."
+            "a run folder in use, a failed download or an LM that cannot run, 3 a file of the\n"
+            "run folder could not be written (a full disk...) before every question was\n"
+            "recorded, 4 every question is recorded but the reports could not be written,\n"
+            "130 interrupted (finished questions are saved). After 3, 4 or 130 the same\n"
+            "command resumes."
         ),
     )
     # Every setting EvalConfig declares (frames_dspy.settings), in its sections; the
@@ -96,8 +103,19 @@ def main(argv: Sequence[str] | None = None) -> int:
     config.out = config.out or str(Path("runs") / datetime.now().strftime("%Y%m%d-%H%M%S"))
     try:
         summary = run_evaluation(config, progress=not args.quiet, say=_stderr)
-    except (DatasetError, CorpusError, DownloadError, ValueError, LMSetupError, RunAborted) as err:
+    except (*_BAD_INPUT, FolderInUse) as err:
         return report_error(err, verbose=args.verbose)
+    except FolderWriteError as err:
+        # 4: every question is recorded, only the reports are missing; 3: some are not.
+        return report_error(err, verbose=args.verbose, status=4 if err.records_complete else 3)
+    except OSError as err:
+        if err.errno not in WRITE_ERRNOS:
+            raise
+        # A write outside the run folder (an index or corpus in the user cache, say).
+        failed = write_error(
+            err, path="a file", kept="the questions that finished are saved", rerun="rerun"
+        )
+        return report_error(failed, verbose=args.verbose, status=3)
     except KeyboardInterrupt:
         if not (Path(config.out) / "config.json").exists():
             # Stopped while loading (the corpus fetch, say): no run folder yet.
@@ -108,12 +126,6 @@ def main(argv: Sequence[str] | None = None) -> int:
             f"--out {config.out} to resume",
             file=sys.stderr,
         )
-        if threading.active_count() > 1:
-            # Abandoned questions still hold worker threads; the records are on disk (fsynced
-            # per line), so leave without waiting for them.
-            sys.stdout.flush()
-            sys.stderr.flush()
-            os._exit(130)
         return 130
     print()
     print(
@@ -140,9 +152,23 @@ def main(argv: Sequence[str] | None = None) -> int:
     return 1 if failing else 0
 
 
+_BAD_INPUT = (DatasetError, CorpusError, DownloadError, ValueError, LMSetupError, RunAborted)
+
+
+def _exit(status: int) -> None:
+    """End the process with ``status``: at once after a stop that abandoned questions in
+    worker threads (3, 4: a failed write; 130: Ctrl-C), without waiting for them, since every
+    record they could still add is on disk or cannot be written."""
+    if status in (3, 4, 130) and threading.active_count() > 1:
+        sys.stdout.flush()
+        sys.stderr.flush()
+        os._exit(status)
+    sys.exit(status)
+
+
 def _stderr(line: str) -> None:
     print(line, file=sys.stderr, flush=True)
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    _exit(main())

@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import contextlib
 import logging
-import tempfile
 from collections.abc import Callable
 from dataclasses import asdict, dataclass, replace
 from datetime import datetime
@@ -30,6 +29,7 @@ from frames_dspy.data import load_frames, split_frames, summarize
 from frames_dspy.disk_store import DiskArticleStore
 from frames_dspy.files import sha256_file
 from frames_dspy.lm.specs import API_THREADS, THREADS_DEFAULT
+from frames_dspy.locks import lock_folder
 from frames_dspy.programs import (
     CONDITIONS,
     ProgramSpec,
@@ -39,22 +39,18 @@ from frames_dspy.programs import (
     load_program,
 )
 from frames_dspy.progress import RunProgress
-from frames_dspy.records import SCHEMA_VERSION
+from frames_dspy.records import SCHEMA_VERSION, QuestionRecord
+from frames_dspy.redaction import redact_settings
 from frames_dspy.report.html_report import write_html_report
-from frames_dspy.run_folder import RunFolder, setting_differences
+from frames_dspy.run_folder import RunFolder, RunSummary, check_out, setting_differences
 from frames_dspy.runner import Runner
-from frames_dspy.session import (
-    ModelDataSettings,
-    Session,
-    load_store,
-    open_session,
-)
+from frames_dspy.session import ModelDataSettings, Session, load_store, open_session
 from frames_dspy.settings import declared_defaults, resume_keys, setting
 from frames_dspy.tracking import log_evaluation
 
 logger = logging.getLogger(__name__)
 
-__all__ = ["EvalConfig", "RESUME_KEYS", "RunSummary", "run_evaluation"]
+__all__ = ["EvalConfig", "RESUME_KEYS", "IN_USE_FIX", "RunSummary", "run_evaluation"]
 
 _EVALUATE = ("evaluate",)
 _WHAT, _WHICH, _RUN = "what to run", "which questions", "run"
@@ -306,6 +302,7 @@ def _check_resume(run: RunFolder, config: dict[str, Any]) -> None:
     previous = run.read_json("config.json")
     if previous is None:
         return
+    previous = redact_settings(previous)  # compared as written (a folder from before redaction)
     differences = setting_differences(
         previous.get("settings", {}),
         config["settings"],
@@ -343,47 +340,6 @@ def _build(
     return program
 
 
-class RunSummary(dict):
-    """Per-condition summary rows (a dict, as ``summary.json`` holds them) and how the run went.
-
-    Attributes:
-        out: The run folder.
-        stopped: Why the run stopped before every question was done (a budget, Ctrl-C), or None.
-        notes: How the run was made (models, judge, cache, an early stop), as ``table.md`` says.
-    """
-
-    def __init__(self, rows: dict[str, dict[str, Any]], *, out: Path, stopped, notes):
-        super().__init__(rows)
-        self.out = out
-        self.stopped = stopped
-        self.notes = list(notes)
-
-    def failing(self, max_rate: float) -> dict[str, dict[str, Any]]:
-        """Conditions where more than ``max_rate`` of the questions' programs failed."""
-        return {
-            name: row
-            for name, row in self.items()
-            if row["n"] and row["program_errors"] / row["n"] > max_rate
-        }
-
-
-def _check_out(path: Path) -> None:
-    """Refuse a run folder that cannot be written, before anything is loaded or created."""
-    existing = path
-    while not existing.exists() and existing != existing.parent:
-        existing = existing.parent
-    try:
-        if not existing.is_dir():
-            raise NotADirectoryError(20, "not a folder", str(existing))
-        with tempfile.NamedTemporaryFile(dir=existing, prefix=".frames-write-test-"):
-            pass
-    except OSError as err:
-        raise ValueError(
-            f"cannot write the run folder {path} ({err.strerror or err}: {existing}); choose "
-            "another --out"
-        ) from err
-
-
 def _notes(session: Session, settings: EvalConfig, selected: list[dspy.Example]) -> list[str]:
     lm_model = getattr(session.lm, "model", str(session.lm))
     judge_model = getattr(session.judge_lm, "model", str(session.judge_lm))
@@ -406,10 +362,11 @@ def _notes(session: Session, settings: EvalConfig, selected: list[dspy.Example])
 def _snapshot_note(store: DiskArticleStore, settings: EvalConfig, selected) -> str:
     """Which snapshot was searched, and how much of the gold it holds (recall counts only that)."""
     coverage = summarize(selected, store)["corpus"]
+    engine = store.manifest["identity"]["engine"]
     links = len({url for ex in selected for url in ex.gold_urls})
     return (
         f"CORPUS: {settings.corpus} ({len(store):,} articles, {settings.retriever} BM25 "
-        f"k1={store.manifest['key']['engine']['k1']}, b={store.manifest['key']['engine']['b']}): "
+        f"k1={engine['k1']}, b={engine['b']}): "
         f"gold links found {coverage['links_resolved']} of {links}, "
         f"{len(selected) - len(coverage['questions_not_fully_covered'])} of {len(selected)} "
         "questions fully covered; recall and oracle use the articles found. Not comparable "
@@ -427,6 +384,10 @@ def _write_reports(out: Path, settings: EvalConfig, notes: list[str]) -> dict[st
     return rows
 
 
+#: What a run refused because its folder is in use is told to do.
+IN_USE_FIX = "wait for it to finish (then rerun to resume), or choose another --out"
+
+
 def run_evaluation(
     config: EvalConfig,
     *,
@@ -442,13 +403,18 @@ def run_evaluation(
 
     The LMs, examples, store and retriever can be injected (tests, notebooks); anything not
     given is built from ``config``. Every condition, ``--program`` file and the run folder are
-    checked before any model loads; a cost estimate goes to ``say`` before any LM call.
+    checked before any model loads; a cost estimate goes to ``say`` before any LM call. The
+    run folder is held (:func:`frames_dspy.locks.lock_folder`) from before anything loads
+    until the reports are written, so a second run on it is refused before it costs anything.
 
     Returns:
         The per-condition summary (also in ``summary.json``), with how the run went.
 
     Raises:
         ValueError: a bad setting or selection, or a run folder made with other settings;
+            FolderInUse: another process is writing the run folder;
+            FolderWriteError: a file of the run folder could not be written (what was
+            recorded stays; the message says what and how to carry on);
             RunAborted / LMSetupError: an LM that cannot run; DatasetError / CorpusError;
             KeyboardInterrupt: after the questions in flight were saved and the reports
             written for what finished.
@@ -458,72 +424,146 @@ def run_evaluation(
     settings = replace(config)  # filled in below; the caller's object stays as it was
     out = Path(settings.out or Path("runs") / datetime.now().strftime("%Y%m%d-%H%M%S"))
     settings.out = str(out)
-    _check_out(out)
-    if examples is None:
-        examples = load_frames(config.dataset, revision=config.revision)
-    selected = _select(examples, config)
-    kinds = {spec.kind for spec in specs.values()}
-    if store is None and (kinds != {"naive"} or settings.corpus):
-        store = load_store(settings, examples=examples, say=say, progress=progress)
-    # Checked before any model is made: a wrong corpus should not cost a model load.
-    if "oracle" in specs and store and not any(store.resolve_many(e.gold_urls) for e in selected):
-        raise ValueError(
-            "the oracle condition needs gold articles, but the corpus has none for any "
-            "selected question: check --corpus (and its alias table) or drop oracle"
+    check_out(out)
+    with lock_folder(out, what="run folder", fix=IN_USE_FIX):
+        if examples is None:
+            examples = load_frames(config.dataset, revision=config.revision)
+        selected = _select(examples, config)
+        kinds = {spec.kind for spec in specs.values()}
+        if store is None and (kinds != {"naive"} or settings.corpus):
+            store = load_store(settings, examples=examples, say=say, progress=progress)
+        # Checked before any model is made: a wrong corpus should not cost a model load.
+        if (
+            "oracle" in specs
+            and store
+            and not any(store.resolve_many(e.gold_urls) for e in selected)
+        ):
+            raise ValueError(
+                "the oracle condition needs gold articles, but the corpus has none for any "
+                "selected question: check --corpus (and its alias table) or drop oracle"
+            )
+        session = open_session(
+            settings,
+            store_needed=False,
+            retriever_needed=bool(kinds & {"bm25", "multihop"}),
+            lm=lm,
+            judge_lm=judge_lm,
+            store=store,
+            retriever=retriever,
         )
-    session = open_session(
-        settings,
-        store_needed=False,
-        retriever_needed=bool(kinds & {"bm25", "multihop"}),
-        lm=lm,
-        judge_lm=judge_lm,
-        store=store,
-        retriever=retriever,
-    )
-    settings = session.settings
-    if settings.threads is None:
-        settings.threads = session.model.default_threads
-    budget_given = config.context_tokens is not None
-    programs = {
-        label: _build(label, spec, settings, session, budget_given=budget_given)
-        for label, spec in specs.items()
-    }
-    pricers = (Pricer(session.model), Pricer(session.judge))
-    if settings.max_cost is not None and pricers[0](1000, 0) is None:
+        if session.settings.threads is None:
+            session.settings.threads = session.model.default_threads
+        budget_given = config.context_tokens is not None
+        programs = {
+            label: _build(label, spec, session.settings, session, budget_given=budget_given)
+            for label, spec in specs.items()
+        }
+        plan = _Plan(session, examples, selected, programs)
+        return _evaluate(plan, progress=progress, say=say)
+
+
+@dataclass
+class _Plan:
+    """What a run works on once everything is loaded, before any LM call."""
+
+    session: Session
+    examples: list[dspy.Example]
+    selected: list[dspy.Example]
+    programs: dict[str, dspy.Module]
+
+    @property
+    def keys(self) -> set[tuple[str, Any]]:
+        """Every (condition, question id) the run records."""
+        return {(label, ex.id) for label in self.programs for ex in self.selected}
+
+
+def _open_run(plan: _Plan) -> tuple[RunFolder, dict[str, Any]]:
+    """The run folder, checked for resuming and writable, with its ``config.json`` written
+    (without credentials: :func:`frames_dspy.redaction.redact_settings`)."""
+    settings = plan.session.settings
+    if settings.max_cost is not None and Pricer(plan.session.model)(1000, 0) is None:
         raise ValueError(
             f"--max-cost needs prices, but LiteLLM's price map does not know {settings.model!r}; "
             "use --max-lm-calls to bound the run instead"
         )
-
-    run = RunFolder(out)
+    run = RunFolder(settings.out)
     run_config = {
         "record_schema": SCHEMA_VERSION,
         "settings": asdict(settings),
-        "selected_ids": [ex.id for ex in selected],
-        "programs": {label: program.spec.to_dict() for label, program in programs.items()},
+        "selected_ids": [ex.id for ex in plan.selected],
+        "programs": {label: program.spec.to_dict() for label, program in plan.programs.items()},
         "program_sha256": sha256_file(settings.program) if settings.program else None,
-        **session.provenance(examples),
+        **plan.session.provenance(plan.examples),
     }
-    _check_resume(run, run_config)
-    run.write_json("config.json", run_config)
-    logger.info("run folder: %s", out)
+    written = redact_settings(run_config)
+    _check_resume(run, written)
+    try:
+        run.check_writable()
+        run.write_json("config.json", written)
+    except OSError as err:
+        raise run.write_failed(err, plan.keys) from err
+    logger.info("run folder: %s", run.path)
+    return run, run_config
+
+
+def _evaluate(plan: _Plan, *, progress: bool, say: Callable[[str], None]) -> RunSummary:
+    session, programs, selected = plan.session, plan.programs, plan.selected
+    settings, out = session.settings, Path(session.settings.out)
+    run, run_config = _open_run(plan)
     notes = _notes(session, settings, selected)
     for note in notes[1:]:
         logger.warning("%s", note)
-
     done = run.done()
     todo = {label: [ex for ex in selected if (label, ex.id) not in done] for label in programs}
     built = {label: program.spec for label, program in programs.items()}
+    pricers = (Pricer(session.model), Pricer(session.judge))
     counts = {k: len(v) for k, v in todo.items()}
     for line in estimate_lines(built, counts, *pricers, retrieval_only=settings.retrieval_only):
         say(line)
-    spend = SpendMeter(*pricers)
-    budget = CallBudget(settings.max_lm_calls)
     weights = {
         label: question_cost(spec, answer=not settings.retrieval_only).tokens + 400
         for label, spec in built.items()
     }
-    bar = RunProgress({k: len(v) for k, v in todo.items()}, weights, spend=spend, enabled=progress)
+    spend = SpendMeter(*pricers)
+    bar = RunProgress(counts, weights, spend=spend, enabled=progress)
+    try:
+        stopped = _run_conditions(plan, todo, run=run, spend=spend, bar=bar)
+    except KeyboardInterrupt:
+        notes.append("INTERRUPTED (Ctrl-C): the table holds the questions that finished")
+        try:
+            _write_reports(out, settings, notes)
+        except OSError as err:
+            logger.warning("the reports were not written: %s", err)
+        raise
+    finally:
+        bar.close()
+    if stopped:
+        left = sum(counts.values()) - bar.finished
+        notes.append(
+            f"STOPPED EARLY ({stopped}): {left} question(s) not run; rerun with the same --out "
+            "(and a larger budget) to finish"
+        )
+    try:
+        rows = _write_reports(out, settings, notes)
+    except OSError as err:
+        raise run.write_failed(err, plan.keys) from err
+    if settings.mlflow and rows:
+        log_evaluation(out, rows, run_config, settings=settings)
+    return RunSummary(rows, out=out, stopped=stopped, notes=notes)
+
+
+def _run_conditions(
+    plan: _Plan,
+    todo: dict[str, list[dspy.Example]],
+    *,
+    run: RunFolder,
+    spend: SpendMeter,
+    bar: RunProgress,
+) -> str | None:
+    """Run each condition's questions in turn, recording each as it finishes; why the run
+    stopped early (a budget), or None."""
+    session, settings = plan.session, plan.session.settings
+    budget = CallBudget(settings.max_lm_calls)
 
     def stop() -> str | None:
         if budget.exhausted:
@@ -532,38 +572,26 @@ def run_evaluation(
             return f"--max-cost ${settings.max_cost:g} reached (spent ${spend.dollars:.2f})"
         return None
 
-    stopped = None
-    try:
-        with contextlib.ExitStack() as stack:
-            for each in {id(x): x for x in (session.lm, session.judge_lm)}.values():
-                stack.enter_context(attached_callbacks(each, budget))
-            for label, program in programs.items():
-                bar.start(label)
-                runner = Runner(
-                    session.lm,
-                    session.autorater,
-                    session.store,
-                    threads=settings.threads,
-                    on_record=[spend, run.append, bar],
-                    stop=stop,
-                )
-                runner.run(label, program, todo[label])
-                if runner.stopped:
-                    stopped = runner.stopped
-                    break
-    except KeyboardInterrupt:
-        notes.append("INTERRUPTED (Ctrl-C): the table holds the questions that finished")
-        _write_reports(out, settings, notes)
-        raise
-    finally:
-        bar.close()
-    if stopped:
-        left = sum(len(v) for v in todo.values()) - bar.finished
-        notes.append(
-            f"STOPPED EARLY ({stopped}): {left} question(s) not run; rerun with the same --out "
-            "(and a larger budget) to finish"
-        )
-    rows = _write_reports(out, settings, notes)
-    if settings.mlflow and rows:
-        log_evaluation(out, rows, run_config)
-    return RunSummary(rows, out=out, stopped=stopped, notes=notes)
+    def record(question: QuestionRecord) -> None:
+        try:
+            run.append(question)
+        except OSError as err:
+            raise run.write_failed(err, plan.keys) from err
+
+    with contextlib.ExitStack() as stack:
+        for each in {id(x): x for x in (session.lm, session.judge_lm)}.values():
+            stack.enter_context(attached_callbacks(each, budget))
+        for label, program in plan.programs.items():
+            bar.start(label)
+            runner = Runner(
+                session.lm,
+                session.autorater,
+                session.store,
+                threads=settings.threads,
+                on_record=[spend, record, bar],
+                stop=stop,
+            )
+            runner.run(label, program, todo[label])
+            if runner.stopped:
+                return runner.stopped
+    return None

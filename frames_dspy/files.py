@@ -8,16 +8,62 @@ place (``os.replace`` is atomic on one file system).
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import os
 import tempfile
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-__all__ = ["atomic_write_text", "atomic_write_json", "sha256_file", "sha256_bytes"]
+__all__ = [
+    "atomic_write_text",
+    "atomic_write_json",
+    "atomic_path",
+    "sha256_file",
+    "sha256_bytes",
+]
 
 _CHUNK = 8 * 1024 * 1024
+
+
+@contextlib.contextmanager
+def atomic_path(path: str | Path, *, mode: int = 0o644) -> Iterator[Path]:
+    """A temporary path beside ``path`` to write to; renamed over ``path`` when the block ends
+    without an error, removed otherwise (so a failed write leaves the previous file).
+
+    Raises:
+        OSError: the write or the rename failed; the error names ``path``, not the
+            temporary file.
+    """
+    target = Path(path)
+    tmp = None
+    try:
+        target.parent.mkdir(parents=True, exist_ok=True)
+        # The suffix stays last, for writers that pick the format from it (matplotlib).
+        fd, name = tempfile.mkstemp(
+            dir=target.parent, prefix=f".{target.stem}.", suffix=f".tmp{target.suffix}"
+        )
+        os.close(fd)
+        tmp = Path(name)
+        yield tmp
+        with open(tmp, "rb") as handle:  # durable before it replaces the old file
+            os.fsync(handle.fileno())
+        os.chmod(tmp, mode)
+        os.replace(tmp, target)
+    except OSError as err:
+        _remove(tmp)
+        raise OSError(err.errno, err.strerror or str(err), str(target)) from err
+    except BaseException:
+        _remove(tmp)
+        raise
+
+
+def _remove(tmp: Path | None) -> None:
+    if tmp is not None:
+        with contextlib.suppress(OSError):
+            tmp.unlink(missing_ok=True)
 
 
 def atomic_write_text(path: str | Path, text: str, *, mode: int = 0o644) -> None:
@@ -27,18 +73,12 @@ def atomic_write_text(path: str | Path, text: str, *, mode: int = 0o644) -> None
         path: The target; its folder is created if needed.
         text: The content (UTF-8).
         mode: Permission bits of the result (``mkstemp`` would leave 0600).
+
+    Raises:
+        OSError: the write failed (a full disk, no permission); ``path`` is as it was.
     """
-    target = Path(path)
-    target.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=target.parent, prefix=f".{target.name}.", suffix=".tmp")
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as handle:
-            handle.write(text)
-        os.chmod(tmp, mode)
-        os.replace(tmp, target)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
+    with atomic_path(path, mode=mode) as tmp:
+        tmp.write_text(text, encoding="utf-8")
 
 
 def atomic_write_json(path: str | Path, payload: Any, *, indent: int | None = 2) -> None:

@@ -21,10 +21,12 @@ Schema versions (``record_schema`` in a run folder's ``config.json``):
 
 from __future__ import annotations
 
+import contextlib
 import json
 import logging
 import os
 import threading
+from collections.abc import Iterable
 from dataclasses import MISSING, asdict, dataclass, field, fields
 from pathlib import Path
 from typing import Any
@@ -38,6 +40,7 @@ __all__ = [
     "PredictionsFile",
     "record_fields",
     "read_records",
+    "unique_records",
     "folder_schema",
     "records_frame",
 ]
@@ -267,6 +270,21 @@ def read_records(path: str | Path, *, schema: int = SCHEMA_VERSION) -> list[Ques
     return records
 
 
+def unique_records(records: Iterable[QuestionRecord]) -> tuple[list[QuestionRecord], int]:
+    """One record per (condition, question id), and how many records were left out.
+
+    A key recorded more than once (two runs that wrote one folder at once, before folders
+    were locked) keeps its last record, as a comparison of runs does; keys keep the order in
+    which they first appear.
+    """
+    kept: dict[tuple[str, Any], QuestionRecord] = {}
+    total = 0
+    for record in records:
+        kept[(record.condition, record.id)] = record  # a key keeps its place, the last record
+        total += 1
+    return list(kept.values()), total - len(kept)
+
+
 def _from_line(data: Any, where: str, schema: int) -> QuestionRecord:
     try:
         return QuestionRecord.from_dict(data, where=where)
@@ -278,7 +296,13 @@ def _from_line(data: Any, where: str, schema: int) -> QuestionRecord:
 
 
 class PredictionsFile:
-    """``predictions.jsonl``: appended under a lock, one fsynced line per record."""
+    """``predictions.jsonl``: appended under a lock, one fsynced line per record.
+
+    Each line goes to the file in one ``write`` on a file opened for appending, so processes
+    that share a file (a study's workers, each writing its own trials) never interleave
+    lines. A write that fails half-way (a full disk) is cut off again, so the file never
+    holds half a line that later lines would follow.
+    """
 
     def __init__(self, path: str | Path):
         self.path = Path(path)
@@ -296,18 +320,55 @@ class PredictionsFile:
             with self.path.open("r+b") as handle:
                 handle.truncate(keep)
 
+    def check_writable(self) -> None:
+        """Open an existing file for appending, so a read-only one fails before any
+        question runs (a new one is made by the first append).
+
+        Raises:
+            OSError: it cannot be written (the error names the file).
+        """
+        if self.path.exists():
+            os.close(os.open(self.path, os.O_WRONLY | os.O_APPEND))
+
     def append(self, record: QuestionRecord) -> None:
-        """Add one record and make it durable before returning."""
+        """Add one record and make it durable before returning.
+
+        Raises:
+            OSError: the line could not be written (a full disk, no permission); the file
+                is as it was before.
+        """
         if not isinstance(record, QuestionRecord):
             raise TypeError(f"expected a QuestionRecord, got {type(record).__name__}")
-        line = record.to_json() + "\n"
-        with self._lock, self.path.open("a", encoding="utf-8") as handle:
-            handle.write(line)
-            handle.flush()
-            os.fsync(handle.fileno())
+        data = (record.to_json() + "\n").encode("utf-8")
+        with self._lock:
+            fd = os.open(self.path, os.O_RDWR | os.O_APPEND | os.O_CREAT, 0o644)
+            try:
+                _append_line(fd, data)
+            except OSError as err:
+                raise OSError(err.errno, err.strerror, str(self.path)) from err
+            finally:
+                os.close(fd)
 
     def read(self, *, schema: int = SCHEMA_VERSION) -> list[QuestionRecord]:
         return read_records(self.path, schema=schema)
+
+
+def _append_line(fd: int, data: bytes) -> None:
+    """Write ``data`` at the end of ``fd`` and fsync it; on failure cut it off again."""
+    start = os.fstat(fd).st_size
+    try:
+        written = 0
+        while written < len(data):
+            written += os.write(fd, data[written:])
+        os.fsync(fd)
+    except OSError:
+        # Cut what landed of the line, unless another process appended since (its line
+        # must stay): then what follows ``start`` is not the start of ours.
+        with contextlib.suppress(OSError):
+            end = os.fstat(fd).st_size
+            if end > start and data.startswith(os.pread(fd, end - start, start)):
+                os.ftruncate(fd, start)
+        raise
 
 
 def records_frame(records: list[QuestionRecord]):

@@ -20,7 +20,7 @@ from typing import Any
 from frames_dspy.judge.autorater import JUDGE_METHODS, is_rule_method, method_counts
 from frames_dspy.metrics import mean_recall
 from frames_dspy.programs import CONDITIONS
-from frames_dspy.records import QuestionRecord
+from frames_dspy.records import QuestionRecord, unique_records
 
 __all__ = [
     "CONDITION_ORDER",
@@ -86,6 +86,7 @@ def _answer_in_context(records: Sequence[QuestionRecord]) -> dict[str, Any]:
 
 def summarize_records(records: Sequence[QuestionRecord]) -> dict[str, Any]:
     """The figures of one condition's records (see :func:`summarize`)."""
+    records, duplicates = unique_records(records)
     n = len(records)
     correct = sum(r.is_correct for r in records)
     judge_errors = sum(r.judge_failed for r in records)
@@ -126,6 +127,7 @@ def summarize_records(records: Sequence[QuestionRecord]) -> dict[str, Any]:
         "cost_usd": sum(costs) if costs else None,
         "query_repetition_rate": _mean(r.query_repetition_rate for r in records),
         "seconds_per_question": per_q(sum(r.seconds for r in records)),
+        "duplicates_ignored": duplicates,
     }
 
 
@@ -134,6 +136,10 @@ def summarize(records: Iterable[QuestionRecord]) -> dict[str, dict[str, Any]]:
     kind, judge errors, who decided (verdicts per method, rules and LM), cached calls and
     retries, whether the gold answer was in the answer step's context, recall per round (over
     every question with a gold article), tokens, LM calls and seconds per question.
+
+    A question counts once: a (condition, question) recorded more than once (by an older
+    version, or two runs that wrote one folder at once) counts its last record, and
+    ``duplicates_ignored`` says how many records that left out.
 
     A program error or a judge error counts as not correct, so ``n`` is every question tried
     and nothing is averaged over the successes only; ``accuracy_judged`` leaves judge errors

@@ -23,6 +23,8 @@ from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
+from frames_dspy.redaction import redact_settings
+
 logger = logging.getLogger(__name__)
 
 __all__ = [
@@ -136,7 +138,7 @@ _FIGURES = (
     "retries", "recall_n", "answer_in_context", "answer_in_context_n",
     "wrong_with_answer_in_context", "tokens_per_question", "reported_tokens_per_question",
     "lm_calls_per_question", "cost_usd",
-    "query_repetition_rate", "seconds_per_question",
+    "query_repetition_rate", "seconds_per_question", "duplicates_ignored",
 )  # fmt: skip
 
 
@@ -153,21 +155,31 @@ def condition_metrics(row: Mapping[str, Any]) -> dict[str, float]:
 
 
 def log_evaluation(
-    run_dir: str | Path, summary: Mapping[str, Mapping[str, Any]], config: Mapping[str, Any]
+    run_dir: str | Path,
+    summary: Mapping[str, Mapping[str, Any]],
+    config: Mapping[str, Any],
+    *,
+    settings: Any = None,
 ) -> str:
     """Log a finished evaluation: one MLflow run for the run folder, one nested per condition.
+
+    Parameters are logged without credentials (:func:`frames_dspy.redaction.redact_settings`).
 
     Args:
         run_dir: The run folder, logged whole as artifacts (``report.html`` included).
         summary: Per-condition rows, as in ``summary.json``.
-        config: The run's ``config.json`` (its ``settings`` name the store and experiment).
+        config: The run's ``config.json``.
+        settings: The run's settings, which name the store and experiment (default: the
+            config's ``settings``; a tracking URI with a password needs the real ones, as
+            ``config.json`` holds it redacted).
 
     Returns:
         The id of the MLflow run of the whole evaluation.
     """
     mlflow = _mlflow()
     run_dir = Path(run_dir)
-    settings = _Settings(config.get("settings") or {})
+    config = redact_settings(config)
+    settings = settings if settings is not None else _Settings(config.get("settings") or {})
     experiment = _experiment(settings)
     tags = {
         "frames.run_folder": str(run_dir.resolve()),
@@ -219,9 +231,8 @@ def log_study(
     tags = {"frames.kind": "study", "frames.run_folder": str(out.resolve())}
     name = f"study {settings.study_name or out.name}"
     with mlflow.start_run(run_name=name, experiment_id=experiment, tags=tags) as parent:
-        mlflow.log_params(
-            _params(settings={k: v for k, v in vars(settings).items() if k != "storage"})
-        )
+        logged = {k: v for k, v in vars(settings).items() if k != "storage"}
+        mlflow.log_params(_params(settings=redact_settings(logged)))
         for trial in trials:
             if trial.state.name != "COMPLETE":
                 continue
@@ -243,8 +254,8 @@ def log_study(
                 metrics = dict(zip(_OBJECTIVES, trial.values or (), strict=False))
                 metrics |= {k: v for k, v in attrs.items() if _number(v) is not None}
                 mlflow.log_metrics({k: float(v) for k, v in metrics.items()})
-        for path in sorted(out.iterdir()):
-            if path.is_file() and path.name != "study.db":
+        for path in sorted(out.iterdir()):  # not the study, nor the lock file
+            if path.is_file() and path.name != "study.db" and not path.name.startswith("."):
                 mlflow.log_artifact(str(path))
     logger.info("logged study %s to MLflow run %s", out, parent.info.run_id)
     return parent.info.run_id

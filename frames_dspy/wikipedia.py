@@ -39,7 +39,9 @@ from frames_dspy.data import DatasetError, load_frames
 from frames_dspy.download import DownloadError, reason_of, unreachable
 from frames_dspy.files import atomic_write_json, atomic_write_text
 from frames_dspy.links import normalize_link
+from frames_dspy.locks import FolderInUse, lock_folder
 from frames_dspy.paths import cache_dir, default_dataset
+from frames_dspy.redaction import redact, redact_text
 
 logger = logging.getLogger(__name__)
 
@@ -412,7 +414,7 @@ def build_corpus(
         "unresolved_links": len(unresolved),
         "unresolved": unresolved,
         "links_sha256": _links_digest(links),
-        "api": api_url or "https://<host>/w/api.php",
+        "api": redact(api_url) if api_url else "https://<host>/w/api.php",
         "fetched_at": datetime.now(UTC).isoformat(timespec="seconds"),
         "seconds": round(time.monotonic() - started, 1),
         "requests": done.requests,
@@ -464,10 +466,30 @@ def default_corpus(
     links = {link for url in urls if (link := normalize_link(url))}
     folder = default_corpus_folder(api_url)
     path = folder / "pages.jsonl.gz"
+    if _is_built(path, links):
+        return path
+    # Two first runs at once: the second waits for the first's fetch, then reuses it.
+    with lock_folder(folder, wait=True, what="the corpus folder"):
+        if _is_built(path, links):
+            return path
+        return _fetch_default(
+            urls, links, folder, api_url=api_url, say=say, progress=progress, **fetch
+        )
+
+
+def _is_built(path: Path, links: set[str]) -> bool:
     manifest = corpus_manifest(path)
     if path.is_file() and manifest and manifest["links_sha256"] == _links_digest(links):
         logger.info("using the fetched corpus %s", path)
-        return path
+        return True
+    return False
+
+
+def _fetch_default(
+    urls: list[str], links: set[str], folder: Path, *, api_url, say, progress, **fetch: Any
+) -> Path:
+    """Fetch what the user cache lacks and write the corpus (the folder is held)."""
+    path = folder / "pages.jsonl.gz"
     left_links = [link for link in links if not (folder / "cache" / _cache_name(link)).is_file()]
     cached, left = len(links) - len(left_links), len(left_links)
     # Offline, say so at once (a name lookup can hang far longer than any timeout we set).
@@ -531,12 +553,15 @@ def main(argv: list[str] | None = None) -> int:
         examples = load_frames(args.dataset)[: args.limit]
         urls = list(dict.fromkeys(url for ex in examples for url in ex.gold_urls))
         out = Path(args.out)
-        print(f"fetching {len(urls)} articles into {out / 'cache'} (cached ones are skipped)")
-        manifest = build_corpus(
-            urls, out, api_url=args.api_url, delay=args.delay, progress=not args.quiet
-        )
-    except (DatasetError, DownloadError) as err:
-        print(f"error: {err}", file=sys.stderr)
+        with lock_folder(
+            out, what="corpus folder", fix="wait for it to finish, or use another --out"
+        ):
+            print(f"fetching {len(urls)} articles into {out / 'cache'} (cached ones are skipped)")
+            manifest = build_corpus(
+                urls, out, api_url=args.api_url, delay=args.delay, progress=not args.quiet
+            )
+    except (DatasetError, DownloadError, FolderInUse) as err:
+        print(f"error: {redact_text(str(err))}", file=sys.stderr)
         return 2
     print(
         f"wrote {manifest['articles']} articles to {out / 'pages.jsonl.gz'} "

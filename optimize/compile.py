@@ -46,8 +46,16 @@ from frames_dspy.data import DatasetError, load_frames, split_frames
 from frames_dspy.download import DownloadError
 from frames_dspy.files import atomic_write_json
 from frames_dspy.lm import LMSetupError
+from frames_dspy.locks import FolderInUse, lock_folder
 from frames_dspy.records import SCHEMA_VERSION
-from frames_dspy.run_folder import RunFolder
+from frames_dspy.redaction import redact_settings
+from frames_dspy.run_folder import (
+    WRITE_ERRNOS,
+    FolderWriteError,
+    RunFolder,
+    check_out,
+    write_error,
+)
 from frames_dspy.runner import RunAborted
 from frames_dspy.session import open_session
 from frames_dspy.settings import declared_defaults
@@ -99,19 +107,62 @@ def run_compile(
     not given is built from ``config``. ``progress`` receives the cost estimate and one line
     per finished trial (the CLI prints them); without it they go to the log.
 
+    One main command holds the output folder (:func:`frames_dspy.locks.lock_folder`): a
+    second one is refused with :class:`~frames_dspy.locks.FolderInUse`; ``workers_only``
+    processes share the folder and its study, each recording only its own trials.
+
     Raises:
         ValueError: a bad setting, or a study made with other settings.
+        FolderInUse: another main command holds the output folder.
         NoCompleteTrials: nothing to pick (e.g. ``max_lm_calls`` ran out in the first trial).
         LMSetupError: the LM cannot run; DatasetError/CorpusError: unusable data files.
     """
     config = dataclasses.replace(config)
     config.validate()
+    out = Path(config.out or Path("runs") / f"opt-{datetime.now():%Y%m%d-%H%M%S}")
+    config.out = str(out)
+    check_out(out)
+    go = functools.partial(
+        _compile,
+        config,
+        lm=lm,
+        judge_lm=judge_lm,
+        teacher_lm=teacher_lm,
+        examples=examples,
+        store=store,
+        retriever=retriever,
+        progress=progress,
+    )
+    if config.workers_only:  # workers share the folder (and its study) with the main command
+        out.mkdir(parents=True, exist_ok=True)
+        return go()
+    with lock_folder(out, what="output folder", fix=IN_USE_FIX):
+        return go()
+
+
+#: What a second main command on an output folder in use is told to do.
+IN_USE_FIX = (
+    "wait for it to finish (then rerun to resume), choose another --out, or add "
+    "--workers-only to run trials for it"
+)
+
+
+def _compile(
+    config: CompileConfig,
+    *,
+    lm: dspy.BaseLM | None,
+    judge_lm: dspy.BaseLM | None,
+    teacher_lm: dspy.BaseLM | None,
+    examples: list[dspy.Example] | None,
+    store: ArticleStore | None,
+    retriever,
+    progress: Callable[[str], None] | None,
+) -> CompileResult:
+    """:func:`run_compile` once the output folder is held (or shared, by a worker)."""
     say = progress or (lambda line: logger.info("%s", line))
     rule = parse_pick(config.pick)
     space = config.search_space()
-    out = Path(config.out or Path("runs") / f"opt-{datetime.now():%Y%m%d-%H%M%S}")
-    config.out = str(out)
-    out.mkdir(parents=True, exist_ok=True)
+    out = Path(config.out)
     storage_url = config.storage or f"sqlite:///{(out / 'study.db').resolve()}"
 
     if examples is None:
@@ -147,7 +198,8 @@ def run_compile(
     teacher_lm = teacher_lm or config.make_teacher()
 
     provenance = session.provenance(examples)
-    settings = {key: getattr(config, key) for key in STUDY_KEYS}
+    # Stored with the study (and compared when it resumes) without credentials.
+    settings = redact_settings({key: getattr(config, key) for key in STUDY_KEYS})
     settings.update(
         dataset_sha256=provenance["dataset_sha256"],
         corpus_sha256=provenance["corpus_sha256"],
@@ -218,7 +270,7 @@ def run_compile(
         },
     }
     if not config.workers_only:
-        atomic_write_json(out / "config.json", record)
+        atomic_write_json(out / "config.json", redact_settings(record))
 
     run = CompileRun(
         config=config,
@@ -283,7 +335,7 @@ def run_compile(
                 final = final_stage(run, study, stopped=stopped)
             except NoCompleteTrials:
                 record.update(status="no complete trial", stopped=stopped, lm_calls=budget.calls)
-                atomic_write_json(out / "config.json", record)
+                atomic_write_json(out / "config.json", redact_settings(record))
                 raise
     if final is not None:
         record.update(
@@ -298,7 +350,7 @@ def run_compile(
             reproduce=final.command,
             finished=datetime.now(UTC).isoformat(timespec="seconds"),
         )
-        atomic_write_json(out / "config.json", record)
+        atomic_write_json(out / "config.json", redact_settings(record))
         if config.mlflow:
             log_study(study.trials, out, config, chosen=final.chosen["trial"])
     return CompileResult(
@@ -377,8 +429,25 @@ def main(argv: Sequence[str] | None = None) -> int:
     except NoCompleteTrials as err:
         print(f"error: {err}", file=sys.stderr)
         return 1
-    except (DatasetError, CorpusError, DownloadError, ValueError, LMSetupError, RunAborted) as err:
+    except (
+        DatasetError,
+        CorpusError,
+        DownloadError,
+        ValueError,
+        LMSetupError,
+        RunAborted,
+        FolderInUse,
+    ) as err:
         return report_error(err, verbose=args.verbose)
+    except FolderWriteError as err:  # the test run's folder: 4 if only its reports failed
+        return report_error(err, verbose=args.verbose, status=4 if err.records_complete else 3)
+    except OSError as err:
+        if err.errno not in WRITE_ERRNOS:
+            raise
+        failed = write_error(
+            err, path=config.out, kept="the study keeps every finished trial", rerun="rerun"
+        )
+        return report_error(failed, verbose=args.verbose, status=3)
     except KeyboardInterrupt:
         print("\ninterrupted; rerun the same command to resume the study", file=sys.stderr)
         return 130

@@ -50,8 +50,12 @@ COMPILE_EXAMPLES = (
     "openai/gpt-4o \\\n"
     "      --trials 30 --optimizer mipro --out runs/opt-4o --pick "
     "cheapest-within:0.02\n\n"
+    "One main command writes an output folder at a time: a second one on the same --out\n"
+    "is refused (it names the process that holds it); --workers-only joins it instead.\n\n"
     "exit status: 0 done (or stopped cleanly by --max-lm-calls/--timeout), 1 no trial\n"
-    "completed, 2 bad input or an LM that cannot run, 130 interrupted."
+    "completed, 2 bad input, an output folder in use or an LM that cannot run, 3 a file\n"
+    "could not be written (a full disk...; rerun to resume), 4 the test run's records are\n"
+    "complete but its reports could not be written, 130 interrupted."
 )
 
 

@@ -29,6 +29,7 @@ from frames_dspy.evaluation import EvalConfig, run_evaluation
 from frames_dspy.files import atomic_write_json, sha256_file
 from frames_dspy.programs import build_program, save_program
 from frames_dspy.records import QuestionRecord
+from frames_dspy.redaction import redact_text
 from frames_dspy.run_folder import RunFolder
 from frames_dspy.session import Session
 from frames_dspy.settings import command_args
@@ -196,7 +197,8 @@ def reproduce_command(config: CompileConfig, out: Path) -> str:
     args = command_args(
         rerun, "evaluate", defaults=EvalConfig(), skip=_NOT_REPRODUCED, always=_ALWAYS_NAMED
     )
-    return shlex.join(["python", "-m", "frames_dspy.evaluate", *args])
+    # Written to config.json and test_score.json: a password in a URL shows as ***.
+    return redact_text(shlex.join(["python", "-m", "frames_dspy.evaluate", *args]))
 
 
 def _question_value(record: QuestionRecord, objective: str, n: int) -> float:

@@ -10,17 +10,9 @@ from typing import Any
 
 import optuna
 
+from frames_dspy.redaction import redact, redact_settings
+
 __all__ = ["redact", "open_storage", "make_sampler", "open_study"]
-
-
-def redact(url: str) -> str:
-    """The storage URL without its password (for logs and config files)."""
-    try:
-        from sqlalchemy.engine import make_url
-
-        return make_url(url).render_as_string(hide_password=True)
-    except Exception:  # noqa: BLE001 - anything unparsable is shown as given, minus nothing
-        return url
 
 
 def open_storage(url: str, *, attempts: int = 4) -> optuna.storages.RDBStorage:
@@ -103,6 +95,8 @@ def open_study(
         load_if_exists=True,
     )
     previous = study.user_attrs.get("settings")
+    if previous is not None:  # a study stored before settings were redacted compares alike
+        previous = redact_settings(previous)
     if previous is None:
         study.set_user_attr("settings", settings)
         with warnings.catch_warnings():

@@ -69,6 +69,7 @@ class FaultServer:
         retry_after: The ``Retry-After`` header of a 429 (None: no header, so the client
             chooses its own backoff).
         lifetime: Seconds after which the server shuts itself down.
+        latency: Seconds every request waits before it is answered (a slow model).
     """
 
     def __init__(
@@ -83,7 +84,9 @@ class FaultServer:
         retry_after: str | None = "0",
         lifetime: float = 600.0,
         port: int = 0,
+        latency: float = 0.0,
     ):
+        self.latency = latency
         self.p_500, self.p_429, self.p_stall, self.stall = p_500, p_429, p_stall, stall
         self.counts: Counter[str] = Counter()
         self.seed, self.max_faults, self.retry_after = seed, max_faults, retry_after
@@ -99,6 +102,7 @@ class FaultServer:
                 length = int(self.headers.get("Content-Length") or 0)
                 body = json.loads(self.rfile.read(length) or b"{}")
                 fault = server._draw(body)
+                time.sleep(server.latency)
                 if fault == "stall":
                     time.sleep(server.stall)
                 if fault in ("500", "poison"):

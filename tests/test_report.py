@@ -274,6 +274,44 @@ def test_write_reports(tmp_path, records):
         assert (tmp_path / png).read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
 
 
+def test_a_question_recorded_twice_counts_once_and_the_table_says_so(tmp_path, records):
+    # An older version let two runs append to one folder: every naive record twice, the
+    # second time with another verdict (the last one counts).
+    naive = [r for r in records if r.condition == "naive"]
+    again = [QuestionRecord(**{**r.__dict__, "correct": True}) for r in naive]
+    with (tmp_path / "predictions.jsonl").open("w") as handle:
+        for row in [*records, *again]:
+            handle.write(row.to_json() + "\n")
+    summary = write_reports(tmp_path)
+    assert summary["naive"]["n"] == 3 and summary["naive"]["correct"] == 3
+    assert summary["naive"]["duplicates_ignored"] == 3
+    assert summary["oracle"]["n"] == 3 and summary["oracle"]["duplicates_ignored"] == 0
+    table = (tmp_path / "table.md").read_text()
+    assert "> DUPLICATES IGNORED: 3 record(s) repeat a (condition, question) already " in table
+    assert "(naive 3)" in table and "| naive | 3 | 1.000 |" in table
+    assert "DUPLICATES" not in table3_markdown(summarize(records))
+
+
+def test_a_failed_report_write_leaves_the_previous_files(tmp_path, records, monkeypatch):
+    with (tmp_path / "predictions.jsonl").open("w") as handle:
+        for row in records:
+            handle.write(row.to_json() + "\n")
+    write_reports(tmp_path, notes=["first"])
+    before = {p.name: p.read_bytes() for p in tmp_path.iterdir()}
+
+    def full(*args, **kwargs):
+        raise OSError(28, "No space left on device")
+
+    monkeypatch.setattr(report, "plot_recall_by_round", full)
+    with pytest.raises(OSError) as info:
+        write_reports(tmp_path, notes=["second"])
+    assert info.value.filename == str(tmp_path / "recall_by_round.png")
+    after = {p.name: p.read_bytes() for p in tmp_path.iterdir()}
+    assert set(after) == set(before)  # no temporary file left behind
+    assert after["recall_by_round.png"] == before["recall_by_round.png"]
+    assert b"second" in after["table.md"]  # each file is whole: the new one or the old one
+
+
 def test_write_reports_on_an_empty_run(tmp_path):
     assert write_reports(tmp_path) == {}
     assert json.loads((tmp_path / "summary.json").read_text()) == {}

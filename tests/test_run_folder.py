@@ -80,6 +80,27 @@ def test_append_writes_one_line_per_record_and_syncs_it(tmp_path, monkeypatch):
     assert run.records() == records
 
 
+def test_a_failed_append_leaves_no_half_line(tmp_path, monkeypatch):
+    run = RunFolder(tmp_path / "run")
+    run.append(rec("naive", 0, answer="kept"))
+    real_write = os.write
+
+    def half_then_full(fd, data):
+        if len(data) > 20:  # half a line lands, then the disk is full
+            real_write(fd, data[: len(data) // 2])
+            raise OSError(28, "No space left on device")
+        return real_write(fd, data)
+
+    monkeypatch.setattr(records_module.os, "write", half_then_full)
+    with pytest.raises(OSError) as info:
+        run.append(rec("naive", 1, answer="lost"))
+    assert info.value.errno == 28 and info.value.filename == str(run.predictions)
+    monkeypatch.undo()
+    assert run.predictions.read_bytes().endswith(b"\n")  # cut back to the whole lines
+    run.append(rec("naive", 1, answer="written on the rerun"))
+    assert [r.answer for r in run.records()] == ["kept", "written on the rerun"]
+
+
 def test_concurrent_appends_never_interleave(tmp_path):
     run = RunFolder(tmp_path / "run")
     threads, per_thread = 16, 25

@@ -258,7 +258,7 @@ def test_a_run_on_a_snapshot_records_its_index(tmp_path, snapshot_file):
     assert recorded["settings"]["retriever"] == "tantivy"
     assert recorded["settings"]["corpus"] == str(snapshot_file.resolve())
     index = recorded["corpus_index"]
-    assert index["articles"] == 209 and index["key"]["engine"]["name"] == "tantivy"
+    assert index["articles"] == 209 and index["identity"]["engine"]["name"] == "tantivy"
     assert index["fingerprint"] == recorded["corpus_sha256"]
     table = (tmp_path / "run" / "table.md").read_text()
     assert f"CORPUS: {snapshot_file.resolve()} (209 articles, tantivy BM25 k1=1.2" in table

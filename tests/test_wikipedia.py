@@ -13,6 +13,7 @@ import signal
 import socket
 import subprocess
 import sys
+import threading
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -347,6 +348,34 @@ def test_default_corpus_is_fetched_once_then_reused(wiki, tmp_path, monkeypatch)
     default_corpus([*urls, WIKI + "Rogers_Centre"], api_url=wiki.url, say=said.append, delay=0)
     assert [r["titles"] for r in wiki.of_kind("info")][-1] == "Rogers Centre"
     assert len(load_articles(path)) == 2
+
+
+def test_two_first_runs_at_once_fetch_the_corpus_once(tmp_path, monkeypatch, caplog):
+    monkeypatch.setenv("FRAMES_DSPY_CACHE", str(tmp_path / "cache"))
+    for name in ("http_proxy", "HTTP_PROXY", "https_proxy", "HTTPS_PROXY", "all_proxy"):
+        monkeypatch.delenv(name, raising=False)
+    urls = [WIKI + f"Page_{n}" for n in range(6)]
+    paths: list[Path] = []
+    with MediaWiki(lifetime=60, latency=0.05) as wiki:
+        for n in range(6):
+            wiki.add(f"Page {n}", f"text {n}", pageid=100 + n)
+
+        def first_run() -> None:
+            paths.append(default_corpus(urls, api_url=wiki.url, say=lambda _: None, delay=0))
+
+        with caplog.at_level(logging.WARNING, logger="frames_dspy.locks"):
+            runs = [threading.Thread(target=first_run) for _ in range(2)]
+            for run in runs:
+                run.start()
+            for run in runs:
+                run.join(60)
+        extracts = [r["pageids"] for r in wiki.of_kind("extracts|info")]
+    # The second waited for the first (saying so once) and reused its corpus: every
+    # article was asked for once, and both runs got the same whole file.
+    assert sorted(extracts) == [str(100 + n) for n in range(6)]
+    assert len(paths) == 2 and paths[0] == paths[1]
+    assert len(load_articles(paths[0])) == 6
+    assert sum("waiting for the corpus folder" in r.getMessage() for r in caplog.records) == 1
 
 
 def test_default_corpus_offline_is_one_error_before_any_note(tmp_path, monkeypatch):

@@ -16,9 +16,9 @@ from typing import Any
 
 import pandas as pd
 
-from frames_dspy.files import atomic_write_json
+from frames_dspy.files import atomic_path, atomic_write_json, atomic_write_text
 from frames_dspy.programs import PAPER_ACCURACY
-from frames_dspy.records import QuestionRecord, read_records, records_frame
+from frames_dspy.records import QuestionRecord, read_records, records_frame, unique_records
 from frames_dspy.run_folder import load_records
 from frames_dspy.summary import CONDITION_ORDER, ordered_conditions, summarize, wilson_interval
 
@@ -34,6 +34,7 @@ __all__ = [
     "summarize",
     "table3_cells",
     "table3_markdown",
+    "duplicates_note",
     "accuracy_by_reasoning_type",
     "accuracy_by_article_count",
     "failure_kind",
@@ -121,10 +122,12 @@ def table3_markdown(
     wrong), judge errors (counted wrong), how many verdicts the autorater's rules and its LM
     judge gave, LM calls answered from the cache, retried faults, and how many questions the
     recall is averaged over; and how often the gold answer was in the answer step's context
-    (over the questions where that can be checked). ``notes`` are printed above it;
-    ``accuracy_measured`` False (a retrieval-only run) shows "—" for accuracy.
+    (over the questions where that can be checked). ``notes`` are printed above it, and a
+    :func:`duplicates_note` when records were left out; ``accuracy_measured`` False (a
+    retrieval-only run) shows "—" for accuracy.
     """
-    lines = [f"> {note}" for note in notes]
+    extra = duplicates_note(summary)
+    lines = [f"> {note}" for note in [*notes, *([extra] if extra else [])]]
     if lines:
         lines.append("")
     header, rows = table3_cells(summary, model=model, accuracy_measured=accuracy_measured)
@@ -132,6 +135,18 @@ def table3_markdown(
     lines.append("|---|---:|---:|---|" + "---:|" * (len(header) - 4))
     lines += ["| " + " | ".join(cells) + " |" for cells in rows]
     return "\n".join(lines) + "\n"
+
+
+def duplicates_note(summary: dict[str, dict[str, Any]]) -> str | None:
+    """What a table says when questions were recorded more than once (None when none were)."""
+    ignored = {name: row.get("duplicates_ignored") or 0 for name, row in summary.items()}
+    if not any(ignored.values()):
+        return None
+    where = ", ".join(f"{name} {n}" for name, n in ignored.items() if n)
+    return (
+        f"DUPLICATES IGNORED: {sum(ignored.values())} record(s) repeat a (condition, question) "
+        f"already recorded ({where}); each question counts once, by its last record"
+    )
 
 
 def failure_kind(record: QuestionRecord) -> str | None:
@@ -402,21 +417,24 @@ def write_reports(
     """
     run_dir = Path(run_dir)
     records = load_records(run_dir)
-    summary = summarize(records)
+    summary = summarize(records)  # each question once; it says how many records it left out
+    records, _ = unique_records(records)
     atomic_write_json(run_dir / "summary.json", summary)
     if not records:
         return summary
     table = table3_markdown(summary, model=model, notes=notes, accuracy_measured=accuracy_measured)
-    (run_dir / "table.md").write_text(table, encoding="utf-8")
-    (run_dir / "by_reasoning_type.md").write_text(
+    atomic_write_text(run_dir / "table.md", table)
+    atomic_write_text(
+        run_dir / "by_reasoning_type.md",
         _accuracy_markdown(accuracy_by_reasoning_type(records), accuracy_measured),
-        encoding="utf-8",
     )
-    (run_dir / "by_article_count.md").write_text(
+    atomic_write_text(
+        run_dir / "by_article_count.md",
         _accuracy_markdown(accuracy_by_article_count(records), accuracy_measured),
-        encoding="utf-8",
     )
     if accuracy_measured:
-        plot_accuracy_by_type(records, run_dir / "accuracy_by_reasoning_type.png")
-    plot_recall_by_round(summary, run_dir / "recall_by_round.png")
+        with atomic_path(run_dir / "accuracy_by_reasoning_type.png") as tmp:
+            plot_accuracy_by_type(records, tmp)
+    with atomic_path(run_dir / "recall_by_round.png") as tmp:
+        plot_recall_by_round(summary, tmp)
     return summary
