@@ -17,11 +17,13 @@ A folder whose manifest is missing resumes; one whose files do not match it is r
 
 from __future__ import annotations
 
+import ctypes
 import hashlib
 import json
 import logging
 import os
 import shutil
+import signal
 import threading
 import time
 from collections import Counter
@@ -165,6 +167,16 @@ def _write_chunk(folder: Path, batch: dict[str, list]) -> None:
     os.replace(tmp, folder)
 
 
+def _die_with_parent() -> None:
+    """Have the kernel end this worker when the building process dies (Linux's
+    PR_SET_PDEATHSIG), so a killed build leaves no idle tokenizer behind."""
+    try:
+        libc = ctypes.CDLL(None, use_errno=True)
+        libc.prctl(1, signal.SIGKILL)  # 1 = PR_SET_PDEATHSIG
+    except (OSError, AttributeError):  # not Linux: the pool's own shutdown is all there is
+        pass
+
+
 def _tokenized(texts: list[str]) -> list[str]:
     """One part of a chunk as space-joined tokens (run in a worker process)."""
     return [" ".join(tokens) for tokens in tokenize(texts)]
@@ -186,7 +198,9 @@ class _Tokenizers:
 
             # Spawned, not forked: tantivy's threads are running in this process.
             context = multiprocessing.get_context("spawn")
-            self.pool = ProcessPoolExecutor(workers, mp_context=context)
+            self.pool = ProcessPoolExecutor(
+                workers, mp_context=context, initializer=_die_with_parent
+            )
 
     def submit(self, batch: dict[str, list]) -> Callable[[], list[str]]:
         texts = [f"{t}\n{x}" for t, x in zip(batch["title"], batch["text"], strict=True)]

@@ -14,6 +14,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import psutil
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
@@ -176,7 +177,9 @@ def slow(*args, **kwargs):
     print("chunk", flush=True)
     time.sleep(30)
 disk_index._index_chunk = slow
-disk_index.open_snapshot(parse_snapshot(sys.argv[1]), index_dir=sys.argv[2], chunk_size=50)
+disk_index.open_snapshot(
+    parse_snapshot(sys.argv[1]), index_dir=sys.argv[2], chunk_size=50, workers=2
+)
 """
 
 
@@ -192,9 +195,14 @@ def test_a_killed_build_resumes_to_the_same_index(tmp_path, snapshot_file):
     )
     try:
         assert child.stdout.readline().strip() == "chunk"  # one chunk committed, then killed
+        workers = psutil.Process(child.pid).children()
+        assert len(workers) >= 2  # the tokenizers (and multiprocessing's resource tracker)
     finally:
         os.kill(child.pid, signal.SIGKILL)
         child.wait()
+    # The tokenizing workers die with the builder instead of idling on as orphans.
+    gone, alive = psutil.wait_procs(workers, timeout=60)
+    assert [w for w in alive if w.status() != psutil.STATUS_ZOMBIE] == []
     snapshot = parse_snapshot(str(snapshot_file))
     folder = index_folder(snapshot, index_dir=tmp_path / "b", chunk_size=50)
     assert not (folder / MANIFEST).exists()
