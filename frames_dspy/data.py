@@ -357,6 +357,10 @@ def _print_summary(summary: dict) -> None:
         )
 
 
+def _stderr(line: str) -> None:
+    print(line, file=sys.stderr)
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
         prog="python -m frames_dspy.data",
@@ -391,7 +395,9 @@ def main(argv: Sequence[str] | None = None) -> int:
             from frames_dspy.disk_index import open_snapshot  # the CLI only: retrieval is above
 
             aliases = args.aliases or data_file("aliases")
-            store = open_snapshot(parse_snapshot(args.corpus), aliases=aliases, progress=True)
+            store = open_snapshot(
+                parse_snapshot(args.corpus), aliases=aliases, progress=True, say=_stderr
+            )
         elif args.corpus:
             corpus = data_file("corpus") if args.corpus == "default" else Path(args.corpus)
             if corpus is None:
@@ -400,6 +406,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     except (DatasetError, CorpusError, DownloadError) as err:
         print(f"error: {err}", file=sys.stderr)
         return 2
+    except KeyboardInterrupt:
+        print("\ninterrupted (an index being built resumes on the next run)", file=sys.stderr)
+        return 130
     summary = summarize(examples, store)
     summary["dataset"] = str(args.dataset)
     if args.json:

@@ -24,6 +24,7 @@ import logging
 import os
 import shutil
 import signal
+import sys
 import threading
 import time
 from collections import Counter
@@ -212,9 +213,11 @@ class _Tokenizers:
         ]
         return lambda: [doc for part in parts for doc in part.result()]
 
-    def close(self) -> None:
+    def close(self, *, wait: bool = True) -> None:
+        """Stop the workers; without ``wait`` (Ctrl-C, an error) their tasks are abandoned and
+        the workers end with this process (see :func:`_die_with_parent`)."""
         if self.pool is not None:
-            self.pool.shutdown(cancel_futures=True)
+            self.pool.shutdown(wait=wait, cancel_futures=True)
 
 
 def _index_chunk(tantivy: Any, writer: Any, bodies: list[str], first_row: int) -> None:
@@ -308,7 +311,7 @@ def _build(
         say(f"stopped at article {bar.done:,}; the next run resumes the index from there")
         raise
     finally:
-        tokenizers.close()
+        tokenizers.close(wait=sys.exc_info()[0] is None)
         bar.close()
     state["seconds"] += time.monotonic() - started
     _finish(folder, key, state, chunk_size=chunk_size, rows=bar.done, snapshot=snapshot)
