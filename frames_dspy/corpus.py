@@ -32,6 +32,7 @@ __all__ = [
     "load_alias_table",
     "load_corpus",
     "default_aliases",
+    "resolve_links",
     "slug",
 ]
 
@@ -229,12 +230,17 @@ class ArticleStore:
 
     def resolve_many(self, links: Iterable[str]) -> list[Article]:
         """Resolved articles for several links, de-duplicated, in order; misses are skipped."""
-        result: dict[str, Article] = {}
-        for link in links:
-            article = self.resolve(link)
-            if article is not None:
-                result.setdefault(article.id, article)
-        return list(result.values())
+        return resolve_links(self, links)
+
+
+def resolve_links(store, links: Iterable[str]) -> list[Article]:
+    """What ``store.resolve`` finds for each link, each article once, in order (any store)."""
+    result: dict[str, Article] = {}
+    for link in links:
+        article = store.resolve(link)
+        if article is not None:
+            result.setdefault(article.id, article)
+    return list(result.values())
 
 
 def default_aliases(corpus_path: str | Path) -> Path | None:

@@ -25,7 +25,7 @@ from pathlib import Path
 
 import numpy as np
 
-from frames_dspy.corpus import Article, CorpusError
+from frames_dspy.corpus import Article, CorpusError, resolve_links
 from frames_dspy.links import link_title, normalize_link, title_key
 
 __all__ = [
@@ -236,9 +236,4 @@ class DiskArticleStore:
 
     def resolve_many(self, links: Iterable[str]) -> list[Article]:
         """Resolved articles for several links, de-duplicated, in order; misses are skipped."""
-        result: dict[str, Article] = {}
-        for link in links:
-            article = self.resolve(link)
-            if article is not None:
-                result.setdefault(article.id, article)
-        return list(result.values())
+        return resolve_links(self, links)

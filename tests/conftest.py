@@ -75,3 +75,14 @@ def judge_labels() -> Path:
             "run `pytest -m 'not real'` for the offline suite only"
         )
     return Path(value)
+
+
+@pytest.fixture
+def env(tmp_path) -> dict[str, str]:
+    """The environment for a command-line run in a subprocess: its own DSPy cache and user
+    cache under ``tmp_path``, and no OpenAI key (a local server gets a placeholder)."""
+    env = dict(os.environ)
+    env.pop("OPENAI_API_KEY", None)
+    env["DSPY_CACHEDIR"] = str(tmp_path / "dspy-cache")
+    env["FRAMES_DSPY_CACHE"] = str(tmp_path / "cache")
+    return env

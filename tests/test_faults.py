@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import csv
 import json
-import os
 import signal
 import subprocess
 import sys
@@ -88,15 +87,6 @@ def _command(server: FaultServer, dataset: Path, corpus: Path, out: Path, condit
         str(out),
         "--quiet",
     ]
-
-
-@pytest.fixture
-def env(tmp_path) -> dict[str, str]:
-    env = dict(os.environ)
-    env.pop("OPENAI_API_KEY", None)  # a local server gets a placeholder key
-    env["DSPY_CACHEDIR"] = str(tmp_path / "dspy-cache")
-    env["FRAMES_DSPY_CACHE"] = str(tmp_path / "cache")
-    return env
 
 
 def _records(out: Path) -> list[dict]:

@@ -11,7 +11,6 @@ way, and its ``--workers-only`` processes still share it.
 from __future__ import annotations
 
 import json
-import os
 import signal
 import subprocess
 import sys
@@ -30,15 +29,6 @@ from frames_dspy.locks import FolderInUse, holder_of
 N_QUESTIONS = 20
 CONDITIONS = ("naive", "bm25-2")
 KEYS = {(c, i) for c in CONDITIONS for i in range(N_QUESTIONS)}
-
-
-@pytest.fixture
-def env(tmp_path) -> dict[str, str]:
-    env = dict(os.environ)
-    env.pop("OPENAI_API_KEY", None)  # a local server gets a placeholder key
-    env["DSPY_CACHEDIR"] = str(tmp_path / "dspy-cache")
-    env["FRAMES_DSPY_CACHE"] = str(tmp_path / "cache")
-    return env
 
 
 def _command(server: FaultServer, data: tuple[Path, Path], out: Path) -> list[str]:
