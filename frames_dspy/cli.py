@@ -1,7 +1,7 @@
 """What the command lines share: argument types and the model and data option groups.
 
 ``python -m frames_dspy.evaluate`` and ``python -m optimize.compile`` take the same model and
-data options (their values land in :class:`frames_dspy.session.ModelDataSettings`); both add
+data options (their values land in :class:`frames_dspy.run.session.ModelDataSettings`); both add
 them from here so a flag means one thing everywhere.
 """
 
@@ -15,10 +15,10 @@ import traceback
 from collections.abc import Callable, Sequence
 from typing import Any
 
+from frames_dspy.base.redaction import RedactingFilter, redact_text
 from frames_dspy.programs import condition_names
-from frames_dspy.redaction import RedactingFilter, redact_text
-from frames_dspy.session import ModelDataSettings
-from frames_dspy.settings import options
+from frames_dspy.run.session import ModelDataSettings
+from frames_dspy.run.settings import options
 
 __all__ = [
     "CommandParser",
@@ -222,7 +222,7 @@ def add_settings(
     types: dict[str, Callable[[str], Any]] | None = None,
 ) -> None:
     """Add the options ``entry`` takes of ``config_type``'s declared settings
-    (:func:`frames_dspy.settings.setting`), each under its group's section.
+    (:func:`frames_dspy.run.settings.setting`), each under its group's section.
 
     Args:
         defaults: The values shown and used as defaults (default: the declared ones).
@@ -265,7 +265,7 @@ def add_settings(
 def add_model_arguments(parser: argparse.ArgumentParser, defaults: Any) -> None:
     """``--model``, ``--api-base``, the judge's options, ``--temperature``, ``--max-tokens``,
     and the MLflow options of :func:`add_tracking_arguments` (declared in
-    :class:`frames_dspy.session.ModelDataSettings`)."""
+    :class:`frames_dspy.run.session.ModelDataSettings`)."""
     add_settings(parser, ModelDataSettings, "validate", defaults=defaults, groups=("models",))
     # Every command that runs models can log them to MLflow.
     add_tracking_arguments(parser, defaults)

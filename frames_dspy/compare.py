@@ -1,6 +1,6 @@
 """``python -m frames_dspy.compare``: is run B really better than run A, or is it noise?
 
-Pairs two run folders question by question (see :mod:`frames_dspy.comparison`) and prints,
+Pairs two run folders question by question (see :mod:`frames_dspy.results.comparison`) and prints,
 per condition pair, accuracy and recall differences with paired bootstrap 95% intervals, an
 exact McNemar test and the questions that flipped each way; ``--json`` prints the same data.
 """
@@ -14,7 +14,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from frames_dspy.cli import positive_int, start_command
-from frames_dspy.comparison import (
+from frames_dspy.results.comparison import (
     SMALL_N,
     CompareConfig,
     CompareError,

@@ -4,7 +4,7 @@ A run folder holds ``config.json`` (every knob, seeds, data and corpus hashes, p
 versions, model specs, each condition's program spec), ``predictions.jsonl`` (one line per
 question x condition, appended as each finishes, so a killed run resumes where it stopped),
 ``summary.json``, ``table.md`` (the paper's Table 3 shape), per-reasoning-type and
-per-article-count tables, and plots. The work is done by :mod:`frames_dspy.evaluation`.
+per-article-count tables, and plots. The work is done by :mod:`frames_dspy.run.evaluation`.
 """
 
 from __future__ import annotations
@@ -17,7 +17,7 @@ from collections.abc import Sequence
 from datetime import datetime
 from pathlib import Path
 
-from frames_dspy import report
+from frames_dspy.base.locks import FolderInUse
 from frames_dspy.cli import (
     CommandParser,
     add_settings,
@@ -26,15 +26,15 @@ from frames_dspy.cli import (
     report_error,
     start_command,
 )
-from frames_dspy.corpus import CorpusError
-from frames_dspy.data import DatasetError
-from frames_dspy.download import DownloadError
-from frames_dspy.evaluation import EvalConfig, run_evaluation
+from frames_dspy.data.corpus import CorpusError
+from frames_dspy.data.download import DownloadError
+from frames_dspy.data.questions import DatasetError
 from frames_dspy.lm import LMSetupError
-from frames_dspy.locks import FolderInUse
 from frames_dspy.programs import CONDITIONS
-from frames_dspy.run_folder import WRITE_ERRNOS, FolderWriteError, write_error
-from frames_dspy.runner import RunAborted
+from frames_dspy.results import report
+from frames_dspy.results.run_folder import WRITE_ERRNOS, FolderWriteError, write_error
+from frames_dspy.run.evaluation import EvalConfig, run_evaluation
+from frames_dspy.run.runner import RunAborted
 
 __all__ = ["EvalConfig", "run_evaluation", "build_parser", "main"]
 
@@ -80,7 +80,7 @@ def build_parser() -> argparse.ArgumentParser:
             "command resumes."
         ),
     )
-    # Every setting EvalConfig declares (frames_dspy.settings), in its sections; the
+    # Every setting EvalConfig declares (frames_dspy.run.settings), in its sections; the
     # shared model and data settings come first, as ModelDataSettings declares them.
     parser.add_argument_group("what to run")
     add_settings(parser, EvalConfig, "evaluate", defaults=defaults)

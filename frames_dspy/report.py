@@ -13,8 +13,8 @@ import sys
 from collections.abc import Sequence
 
 from frames_dspy.cli import CommandParser, positive_int
-from frames_dspy.comparison import CompareConfig, CompareError
-from frames_dspy.report.html_report import write_html_report
+from frames_dspy.results.comparison import CompareConfig, CompareError
+from frames_dspy.results.html_report import write_html_report
 
 __all__ = ["build_parser", "main"]
 

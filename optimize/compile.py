@@ -32,7 +32,9 @@ import dspy
 import optuna
 from optuna.trial import FrozenTrial
 
-from frames_dspy.accounting import CallBudget, attached_callbacks
+from frames_dspy.base.files import atomic_write_json
+from frames_dspy.base.locks import FolderInUse, lock_folder
+from frames_dspy.base.redaction import redact_settings
 from frames_dspy.cli import (
     CommandParser,
     add_settings,
@@ -41,25 +43,23 @@ from frames_dspy.cli import (
     report_error,
     start_command,
 )
-from frames_dspy.corpus import ArticleStore, CorpusError
-from frames_dspy.data import DatasetError, load_frames, split_frames
-from frames_dspy.download import DownloadError
-from frames_dspy.files import atomic_write_json
+from frames_dspy.data.corpus import ArticleStore, CorpusError
+from frames_dspy.data.download import DownloadError
+from frames_dspy.data.questions import DatasetError, load_frames, split_frames
 from frames_dspy.lm import LMSetupError
-from frames_dspy.locks import FolderInUse, lock_folder
-from frames_dspy.records import SCHEMA_VERSION
-from frames_dspy.redaction import redact_settings
-from frames_dspy.run_folder import (
+from frames_dspy.lm.accounting import CallBudget, attached_callbacks
+from frames_dspy.results.records import SCHEMA_VERSION
+from frames_dspy.results.run_folder import (
     WRITE_ERRNOS,
     FolderWriteError,
     RunFolder,
     check_out,
     write_error,
 )
-from frames_dspy.runner import RunAborted
-from frames_dspy.session import open_session
-from frames_dspy.settings import declared_defaults
-from frames_dspy.tracking import log_study
+from frames_dspy.run.runner import RunAborted
+from frames_dspy.run.session import open_session
+from frames_dspy.run.settings import declared_defaults
+from frames_dspy.run.tracking import log_study
 from optimize.config import (
     COMPILE_EXAMPLES,
     STUDY_KEYS,
@@ -107,8 +107,8 @@ def run_compile(
     not given is built from ``config``. ``progress`` receives the cost estimate and one line
     per finished trial (the CLI prints them); without it they go to the log.
 
-    One main command holds the output folder (:func:`frames_dspy.locks.lock_folder`): a
-    second one is refused with :class:`~frames_dspy.locks.FolderInUse`; ``workers_only``
+    One main command holds the output folder (:func:`frames_dspy.base.locks.lock_folder`): a
+    second one is refused with :class:`~frames_dspy.base.locks.FolderInUse`; ``workers_only``
     processes share the folder and its study, each recording only its own trials.
 
     Raises:
@@ -404,7 +404,7 @@ def build_parser() -> argparse.ArgumentParser:
         ),
         epilog=COMPILE_EXAMPLES,
     )
-    # Every setting CompileConfig declares (frames_dspy.settings), in its sections.
+    # Every setting CompileConfig declares (frames_dspy.run.settings), in its sections.
     add_settings(parser, CompileConfig, "compile", defaults=defaults, types={"pick": _pick})
     run = option_group(parser, "storage, workers and limits")
     run.add_argument("--quiet", action="store_true", help="no progress lines or bars")

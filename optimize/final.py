@@ -23,17 +23,17 @@ import dspy
 import optuna
 from optuna.trial import FrozenTrial, TrialState
 
-from frames_dspy.accounting import CallBudget
-from frames_dspy.data import Splits
-from frames_dspy.evaluation import EvalConfig, run_evaluation
-from frames_dspy.files import atomic_write_json, sha256_file
+from frames_dspy.base.files import atomic_write_json, sha256_file
+from frames_dspy.base.redaction import redact_text
+from frames_dspy.data.questions import Splits
+from frames_dspy.lm.accounting import CallBudget
 from frames_dspy.programs import build_program, save_program
-from frames_dspy.records import QuestionRecord
-from frames_dspy.redaction import redact_text
-from frames_dspy.run_folder import RunFolder
-from frames_dspy.session import Session
-from frames_dspy.settings import command_args
-from frames_dspy.stats import paired_bootstrap_ci
+from frames_dspy.results.records import QuestionRecord
+from frames_dspy.results.run_folder import RunFolder
+from frames_dspy.results.stats import paired_bootstrap_ci
+from frames_dspy.run.evaluation import EvalConfig, run_evaluation
+from frames_dspy.run.session import Session
+from frames_dspy.run.settings import command_args
 from optimize.config import CompileConfig, NoCompleteTrials
 from optimize.optimizers import OptimizerSettings, compile_program
 from optimize.pareto import (
@@ -192,7 +192,7 @@ _ALWAYS_NAMED = (
 
 def reproduce_command(config: CompileConfig, out: Path) -> str:
     """The ``frames_dspy.evaluate`` command that re-scores ``OUT/program.json`` on test,
-    generated from evaluate's setting declarations (:mod:`frames_dspy.settings`)."""
+    generated from evaluate's setting declarations (:mod:`frames_dspy.run.settings`)."""
     rerun = final_test_config(config, out / "program.json", out / "test_rerun")
     args = command_args(
         rerun, "evaluate", defaults=EvalConfig(), skip=_NOT_REPRODUCED, always=_ALWAYS_NAMED
@@ -222,7 +222,7 @@ def paired_dev_check(
 
     Returns:
         ``n`` paired questions, the mean difference ``after - before`` and its paired
-        bootstrap 95% interval (:func:`frames_dspy.stats.paired_bootstrap_ci`, seed 0); None
+        bootstrap 95% interval (:func:`frames_dspy.results.stats.paired_bootstrap_ci`, seed 0); None
         when the two runs share no question (e.g. the trial ran in another worker's folder).
     """
     n = max(len(before), len(after), 1)

@@ -1,7 +1,7 @@
 """frames_dspy.cli: argument types whose errors name the flag, and the shared option groups.
 
 Both command lines (``frames_dspy.evaluate`` and ``optimize.compile``) take the model and data
-options from here, and their values become a :class:`~frames_dspy.session.ModelDataSettings`.
+options from here, and their values become a :class:`~frames_dspy.run.session.ModelDataSettings`.
 """
 
 from __future__ import annotations
@@ -12,7 +12,7 @@ import pytest
 
 from frames_dspy import evaluate
 from frames_dspy.cli import add_data_arguments, add_model_arguments, choice_list, positive_int
-from frames_dspy.session import ModelDataSettings
+from frames_dspy.run.session import ModelDataSettings
 from optimize import compile as opt_compile
 
 
@@ -92,7 +92,7 @@ def test_choice_list_names_the_unknown_entries_and_the_choices(text, named):
 def test_the_model_and_data_groups_hold_their_options():
     found = groups(shared_parser())
     assert [options for options, _, _ in found["models"]] == [
-        # In the order ModelDataSettings declares them (frames_dspy.settings).
+        # In the order ModelDataSettings declares them (frames_dspy.run.settings).
         ("--model",),
         ("--judge-model",),
         ("--api-base",),

@@ -30,7 +30,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from frames_dspy.redaction import redact_text
+from frames_dspy.base.redaction import redact_text
 
 logger = logging.getLogger(__name__)
 

@@ -3,7 +3,7 @@
 ``FRAMES_DATA_DIR`` names a folder laid out like ``../shared/data/raw`` (``frames/``,
 ``frames_wiki/``, ``distractor_wiki_summaries/``). Users set it to their local copies; tests and
 CI set it to the shared offline data. Without it the dataset comes from the Hugging Face hub and
-the corpus is fetched from Wikipedia once (see :mod:`frames_dspy.wikipedia`).
+the corpus is fetched from Wikipedia once (see :mod:`frames_dspy.data.wikipedia`).
 ``FRAMES_DSPY_CACHE`` moves the cache (the fetched corpus under ``corpus/``, BM25 indexes);
 ``FRAMES_DSPY_MODEL_DIR`` (see ``frames_dspy.lm``) moves the assembled model files.
 ``FRAMES_JUDGE_LABELS`` names a JSONL of hand-labelled autorater items (question, gold, response,

@@ -19,7 +19,7 @@ from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
-from frames_dspy.links import link_title, normalize_link, title_key
+from frames_dspy.data.links import link_title, normalize_link, title_key
 
 logger = logging.getLogger(__name__)
 

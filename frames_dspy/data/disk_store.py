@@ -1,10 +1,11 @@
 """Articles kept on disk: millions of them, read one at a time, in bounded memory.
 
-The in-memory :class:`~frames_dspy.corpus.ArticleStore` holds every text in a Python list, which
+The in-memory :class:`~frames_dspy.data.corpus.ArticleStore` holds every text in a Python list,
+which
 is right for the FRAMES corpus (12,000 articles) and impossible for all of Wikipedia (about 20 GB
 of text). :class:`DiskArticleStore` answers the same questions (``store[id]``, ``resolve(link)``,
 ``resolve_many``, ``fingerprint``, ``len``) from files written chunk by chunk while an index is
-built (:mod:`frames_dspy.disk_index`):
+built (:mod:`frames_dspy.retrieval.disk_index`):
 
 * ``chunks/NNNNN/`` holds one chunk's rows: ``texts``, ``titles`` and ``ids`` as string
   columns (one UTF-8 blob plus an int64 offsets array each, read through ``np.memmap``), and the
@@ -25,8 +26,8 @@ from pathlib import Path
 
 import numpy as np
 
-from frames_dspy.corpus import Article, CorpusError
-from frames_dspy.links import link_title, normalize_link, title_key
+from frames_dspy.data.corpus import Article, CorpusError
+from frames_dspy.data.links import link_title, normalize_link, title_key
 
 __all__ = [
     "DiskArticleStore",
@@ -133,7 +134,7 @@ class DiskArticleStore:
     """The articles of a snapshot index folder, with gold-link resolution.
 
     Args:
-        folder: The index folder (see :mod:`frames_dspy.disk_index`).
+        folder: The index folder (see :mod:`frames_dspy.retrieval.disk_index`).
         chunk_size: Rows per chunk (the last chunk may hold fewer).
         n_chunks: How many chunks the folder holds.
         fingerprint: The build's digest over every id, title and text.

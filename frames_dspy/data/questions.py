@@ -3,21 +3,18 @@
 ``load_frames`` reads the benchmark from the Hugging Face hub (``google/frames-benchmark``'s
 ``test.tsv``) or from a local ``.tsv``/``.csv`` copy and returns ``dspy.Example`` objects.
 ``split_frames`` makes reproducible train/dev/test splits stratified by reasoning type.
-``python -m frames_dspy.data`` prints a summary of a dataset and, with a corpus, how much of it
-the corpus covers.
+``python -m frames_dspy.data`` (:mod:`frames_dspy.data.__main__`) prints a summary of a dataset
+and, with a corpus, how much of it the corpus covers.
 """
 
 from __future__ import annotations
 
-import argparse
 import csv
 import hashlib
 import io
-import json
 import logging
 import random
 import statistics
-import sys
 from collections import Counter, defaultdict
 from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
@@ -25,11 +22,9 @@ from typing import NamedTuple
 
 import dspy
 
-from frames_dspy.corpus import CorpusError, default_aliases, load_corpus
-from frames_dspy.download import DownloadError, reason_of, unreachable
-from frames_dspy.links import extract_links, link_title
-from frames_dspy.paths import HUB_DATASET, data_file, default_dataset
-from frames_dspy.snapshot import is_snapshot, parse_snapshot
+from frames_dspy.base.paths import HUB_DATASET
+from frames_dspy.data.download import DownloadError, reason_of, unreachable
+from frames_dspy.data.links import extract_links, link_title
 
 logger = logging.getLogger(__name__)
 
@@ -331,83 +326,3 @@ def summarize(examples: Sequence[dspy.Example], store=None) -> dict:
             ),
         }
     return summary
-
-
-def _print_summary(summary: dict) -> None:
-    print(f"rows: {summary['rows']}")
-    print("reasoning types:")
-    for name, count in summary["reasoning_types"].items():
-        print(f"  {name:<22} {count:>5}")
-    apq = summary["articles_per_question"]
-    print(
-        f"articles per question: min {apq['min']}, median {apq['median']}, "
-        f"mean {apq['mean']}, max {apq['max']}"
-    )
-    print(f"unique normalised links: {summary['unique_links']}")
-    if "corpus" in summary:
-        c = summary["corpus"]
-        print(f"corpus articles: {c['articles']}")
-        print(
-            f"links with an article: {c['links_resolved']} / {summary['unique_links']} "
-            f"({c['link_coverage']:.1%})"
-        )
-        print(
-            f"questions with every article present: {c['questions_fully_covered']} / "
-            f"{summary['rows']}"
-        )
-
-
-def main(argv: Sequence[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(
-        prog="python -m frames_dspy.data",
-        description="Summarise the FRAMES dataset and, with a corpus, how much of it is covered.",
-    )
-    parser.add_argument(
-        "--dataset",
-        default=default_dataset(),
-        help="hub id or local .tsv/.csv (default: the CSV under $FRAMES_DATA_DIR, else the hub: "
-        "%(default)s)",
-    )
-    parser.add_argument("--revision", default=None, help="hub revision to pin (hub ids only)")
-    parser.add_argument(
-        "--corpus",
-        default=None,
-        help="articles as JSONL(.gz) to measure link coverage (e.g. frames_wiki/pages.jsonl.gz; "
-        "'default' = the one under $FRAMES_DATA_DIR), or a Wikipedia snapshot ('wikipedia', "
-        "'wikipedia:SNAPSHOT', a parquet file or folder), indexed once if it is not yet",
-    )
-    parser.add_argument(
-        "--aliases",
-        default=None,
-        help="link -> page_id TSV for redirects "
-        "(default: frames_link_to_page.tsv beside the corpus)",
-    )
-    parser.add_argument("--json", action="store_true", help="print one JSON object")
-    args = parser.parse_args(argv)
-    try:
-        examples = load_frames(args.dataset, revision=args.revision)
-        store = None
-        if args.corpus and is_snapshot(args.corpus):
-            from frames_dspy.disk_index import open_snapshot  # the CLI only: retrieval is above
-
-            aliases = args.aliases or data_file("aliases")
-            store = open_snapshot(parse_snapshot(args.corpus), aliases=aliases, progress=True)
-        elif args.corpus:
-            corpus = data_file("corpus") if args.corpus == "default" else Path(args.corpus)
-            if corpus is None:
-                parser.error("--corpus default needs FRAMES_DATA_DIR to be set")
-            store = load_corpus(corpus, aliases=args.aliases or default_aliases(corpus))
-    except (DatasetError, CorpusError, DownloadError) as err:
-        print(f"error: {err}", file=sys.stderr)
-        return 2
-    summary = summarize(examples, store)
-    summary["dataset"] = str(args.dataset)
-    if args.json:
-        print(json.dumps(summary))
-    else:
-        _print_summary(summary)
-    return 0
-
-
-if __name__ == "__main__":
-    sys.exit(main())

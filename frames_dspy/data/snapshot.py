@@ -23,7 +23,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from frames_dspy.corpus import CorpusError
+from frames_dspy.data.corpus import CorpusError
 
 logger = logging.getLogger(__name__)
 

@@ -11,15 +11,15 @@ stopped.
 
 :func:`default_corpus` builds the corpus once into the user cache (``~/.cache/frames-dspy/
 corpus``, moved by ``FRAMES_DSPY_CACHE``) when a command needs one and none is given;
-``python -m frames_dspy.wikipedia fetch --out DIR`` builds one into a folder of your choice.
-Either writes ``pages.jsonl.gz`` (what :func:`frames_dspy.corpus.load_corpus` reads), the link
--> article table ``frames_link_to_page.tsv`` beside it (redirected links resolve through it),
-and ``manifest.json`` (counts, the links no article was found for, when and from where).
+``python -m frames_dspy.wikipedia fetch --out DIR`` (:mod:`frames_dspy.wikipedia`) builds one
+into a folder of your choice. Either writes ``pages.jsonl.gz`` (what
+:func:`frames_dspy.data.corpus.load_corpus` reads), the link -> article table
+``frames_link_to_page.tsv`` beside it (redirected links resolve through it), and
+``manifest.json`` (counts, the links no article was found for, when and from where).
 """
 
 from __future__ import annotations
 
-import argparse
 import gzip
 import hashlib
 import json
@@ -34,14 +34,13 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from frames_dspy.corpus import slug
-from frames_dspy.data import DatasetError, load_frames
-from frames_dspy.download import DownloadError, reason_of, unreachable
-from frames_dspy.files import atomic_write_json, atomic_write_text
-from frames_dspy.links import normalize_link
-from frames_dspy.locks import FolderInUse, lock_folder
-from frames_dspy.paths import cache_dir, default_dataset
-from frames_dspy.redaction import redact, redact_text
+from frames_dspy.base.files import atomic_write_json, atomic_write_text
+from frames_dspy.base.locks import lock_folder
+from frames_dspy.base.paths import cache_dir
+from frames_dspy.base.redaction import redact
+from frames_dspy.data.corpus import slug
+from frames_dspy.data.download import DownloadError, reason_of, unreachable
+from frames_dspy.data.links import normalize_link
 
 logger = logging.getLogger(__name__)
 
@@ -54,7 +53,6 @@ __all__ = [
     "build_corpus",
     "default_corpus",
     "corpus_manifest",
-    "main",
 ]
 
 _USER_AGENT = "frames-dspy/0.1 (FRAMES benchmark reproduction; article text for BM25)"
@@ -517,59 +515,3 @@ def _fetch_default(
         f"reuse it, or pass --corpus {path}"
     )
     return path
-
-
-def main(argv: list[str] | None = None) -> int:
-    """``python -m frames_dspy.wikipedia fetch``: build a corpus file from live Wikipedia."""
-    parser = argparse.ArgumentParser(
-        prog="python -m frames_dspy.wikipedia",
-        description="Build the article corpus for FRAMES from Wikipedia (needs internet). "
-        "Downloads the plain text of every article the dataset links to through the MediaWiki "
-        "API, one cached file per link (an interrupted run resumes), then writes "
-        "OUT/pages.jsonl.gz, OUT/frames_link_to_page.tsv and OUT/manifest.json. The evaluate "
-        "and compile commands do this by themselves, into the user cache, when no corpus is "
-        "given.",
-    )
-    sub = parser.add_subparsers(dest="command", required=True)
-    fetch = sub.add_parser("fetch", help="download the gold articles and write pages.jsonl.gz")
-    fetch.add_argument("--dataset", default=default_dataset(), help="hub id or local .tsv/.csv")
-    fetch.add_argument("--out", required=True, help="folder for cache/ and pages.jsonl.gz")
-    fetch.add_argument(
-        "--delay",
-        type=float,
-        default=DEFAULT_DELAY,
-        help="seconds between requests (default %(default)s)",
-    )
-    fetch.add_argument(
-        "--api-url",
-        default=None,
-        help="a MediaWiki API endpoint (default: https://<link host>/w/api.php)",
-    )
-    fetch.add_argument("--limit", type=int, default=None, help="only the first N questions")
-    fetch.add_argument("--quiet", action="store_true", help="no progress bar")
-    args = parser.parse_args(argv)
-    logging.basicConfig(level=logging.WARNING, format="%(levelname)s %(message)s")
-    try:
-        examples = load_frames(args.dataset)[: args.limit]
-        urls = list(dict.fromkeys(url for ex in examples for url in ex.gold_urls))
-        out = Path(args.out)
-        with lock_folder(
-            out, what="corpus folder", fix="wait for it to finish, or use another --out"
-        ):
-            print(f"fetching {len(urls)} articles into {out / 'cache'} (cached ones are skipped)")
-            manifest = build_corpus(
-                urls, out, api_url=args.api_url, delay=args.delay, progress=not args.quiet
-            )
-    except (DatasetError, DownloadError, FolderInUse) as err:
-        print(f"error: {redact_text(str(err))}", file=sys.stderr)
-        return 2
-    print(
-        f"wrote {manifest['articles']} articles to {out / 'pages.jsonl.gz'} "
-        f"({manifest['unresolved_links']} links found no article, see {out / 'manifest.json'}); "
-        f"use --corpus {out / 'pages.jsonl.gz'}"
-    )
-    return 0
-
-
-if __name__ == "__main__":
-    raise SystemExit(main())

@@ -13,16 +13,16 @@ from typing import Any
 import dspy
 from dspy.utils.exceptions import LMConfigurationError, LMError
 
-from frames_dspy.accounting import note_retry
+from frames_dspy.lm.accounting import note_retry
+from frames_dspy.lm.engine.llama_engine import LlamaCppEngine
+from frames_dspy.lm.engine.llama_process import _import_llama_cpp
+from frames_dspy.lm.engine.prompt_cache import DEFAULT_MB
 from frames_dspy.lm.errors import RETRYABLE, LMSetupError, classify
 from frames_dspy.lm.litellm_setup import (
     _check_reachable,
     _resolve_api_key,
     _use_packaged_model_map,
 )
-from frames_dspy.lm.llama_engine import LlamaCppEngine
-from frames_dspy.lm.llama_process import _import_llama_cpp
-from frames_dspy.lm.prompt_cache import DEFAULT_MB
 from frames_dspy.lm.specs import (
     BUNDLED_MODELS,
     DEFAULT_LOCAL_MAX_TOKENS,
@@ -46,7 +46,7 @@ class FramesLM(dspy.LM):
     Built by :func:`make_lm`; behaves like ``dspy.LM`` otherwise. Rate limits, server errors,
     dropped connections and API timeouts are retried ``max_retries`` times with exponential
     backoff (honouring a server's ``Retry-After``); each retry is counted against the current
-    question's meter (:func:`frames_dspy.accounting.note_retry`). A fault that outlives its
+    question's meter (:func:`frames_dspy.lm.accounting.note_retry`). A fault that outlives its
     retries raises :class:`LMCallError` (a run records it and goes on); a set-up problem
     (credentials, an unknown model) raises :class:`LMSetupError` at once (a run stops). The
     original DSPy error is the ``__cause__``.

@@ -19,7 +19,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from frames_dspy.files import atomic_write_json, sha256_file
+from frames_dspy.base.files import atomic_write_json, sha256_file
 from frames_dspy.lm.errors import LMSetupError
 from frames_dspy.lm.specs import BundledModel
 

@@ -24,10 +24,10 @@ from typing import Any
 
 import numpy as np
 
-from frames_dspy.records import QuestionRecord, RecordError
-from frames_dspy.run_folder import load_records
-from frames_dspy.stats import mcnemar_exact, paired_bootstrap_ci
-from frames_dspy.summary import ordered_conditions, summarize_records
+from frames_dspy.results.records import QuestionRecord, RecordError
+from frames_dspy.results.run_folder import load_records
+from frames_dspy.results.stats import mcnemar_exact, paired_bootstrap_ci
+from frames_dspy.results.summary import ordered_conditions, summarize_records
 
 logger = logging.getLogger(__name__)
 

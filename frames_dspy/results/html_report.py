@@ -3,11 +3,11 @@
 The page opens from disk with no server and no network: its CSS and script are inlined, the
 plots are PNG data URIs and the records are one JSON blob the script renders a page of rows at
 a time, so 824 questions x 6 conditions stay fast. It shows the run's header (models, judge,
-cache, settings, data hashes), the Table-3 cells of :func:`frames_dspy.report.table3_cells`,
+cache, settings, data hashes), the Table-3 cells of :func:`frames_dspy.results.report.table3_cells`,
 the plots, and one row per question x condition with filters and a link anchor per row
 (``#row=<condition>/<id>``, or ``#row=B:<condition>/<id>`` for a second run). Given a second
 run, the flipped questions of each condition pair come first, under the intervals of
-:func:`frames_dspy.comparison.compare_runs` (the statistics are computed there, not here).
+:func:`frames_dspy.results.comparison.compare_runs` (the statistics are computed there, not here).
 """
 
 from __future__ import annotations
@@ -21,12 +21,12 @@ from importlib import resources
 from pathlib import Path
 from typing import Any
 
-from frames_dspy.comparison import CompareConfig, compare_runs, comparison_dict, load_run
-from frames_dspy.files import atomic_write_text
+from frames_dspy.base.files import atomic_write_text
 from frames_dspy.judge.autorater import JUDGE_METHODS, is_rule_method
-from frames_dspy.records import QuestionRecord
-from frames_dspy.report import CONDITION_ORDER, table3_cells
-from frames_dspy.summary import summarize
+from frames_dspy.results.comparison import CompareConfig, compare_runs, comparison_dict, load_run
+from frames_dspy.results.records import QuestionRecord
+from frames_dspy.results.report import CONDITION_ORDER, table3_cells
+from frames_dspy.results.summary import summarize
 
 logger = logging.getLogger(__name__)
 
@@ -210,7 +210,7 @@ def report_data(
             every shared condition, as ``python -m frames_dspy.compare`` does.
 
     Raises:
-        frames_dspy.comparison.CompareError: a folder is not a run folder with predictions
+        frames_dspy.results.comparison.CompareError: a folder is not a run folder with predictions
             (the message says why), or the two runs cannot be compared.
     """
     folders = [Path(run_dir)] + ([Path(run_b)] if run_b is not None else [])
@@ -328,7 +328,7 @@ def _table_html(part: dict[str, Any]) -> str:
 
 
 def _asset(name: str) -> str:
-    return resources.files("frames_dspy.report").joinpath("assets", name).read_text("utf-8")
+    return resources.files("frames_dspy.results").joinpath("assets", name).read_text("utf-8")
 
 
 def render_report(data: dict[str, Any]) -> str:

@@ -1,12 +1,12 @@
 """The prediction record: one question under one condition, typed, versioned, read and written here.
 
-A :class:`QuestionRecord` is what :mod:`frames_dspy.runner` makes of one question and what
-every figure is computed from (:mod:`frames_dspy.summary`). This module alone turns records
+A :class:`QuestionRecord` is what :mod:`frames_dspy.run.runner` makes of one question and what
+every figure is computed from (:mod:`frames_dspy.results.summary`). This module alone turns records
 into JSON lines of ``predictions.jsonl`` and back; everywhere else reads their fields as
 attributes (``tests/test_records.py`` scans the code for string-key access).
 
 Tokens mean one thing everywhere: :attr:`QuestionRecord.tokens` is the program LM's
-*metered* tokens (prompt plus completion at :data:`~frames_dspy.accounting.CHARS_PER_TOKEN`
+*metered* tokens (prompt plus completion at :data:`~frames_dspy.lm.accounting.CHARS_PER_TOKEN`
 characters per token, every call counted, answered from the cache or not). What the LM
 itself reported (a cached call reports nothing) is kept as ``prompt_tokens`` and
 ``completion_tokens`` and shown as *reported* tokens; it is what money is spent on.

@@ -2,8 +2,8 @@
 
 Shared by ``python -m frames_dspy.evaluate``, ``python -m optimize.compile`` and the notebooks,
 so every view of a run is computed one way. A run folder holds ``predictions.jsonl`` with one
-record per question x condition (:class:`frames_dspy.records.QuestionRecord`); its figures
-come from :func:`frames_dspy.summary.summarize`.
+record per question x condition (:class:`frames_dspy.results.records.QuestionRecord`); its figures
+come from :func:`frames_dspy.results.summary.summarize`.
 """
 
 from __future__ import annotations
@@ -16,11 +16,16 @@ from typing import Any
 
 import pandas as pd
 
-from frames_dspy.files import atomic_path, atomic_write_json, atomic_write_text
+from frames_dspy.base.files import atomic_path, atomic_write_json, atomic_write_text
 from frames_dspy.programs import PAPER_ACCURACY
-from frames_dspy.records import QuestionRecord, read_records, records_frame, unique_records
-from frames_dspy.run_folder import load_records
-from frames_dspy.summary import CONDITION_ORDER, ordered_conditions, summarize, wilson_interval
+from frames_dspy.results.records import QuestionRecord, read_records, records_frame, unique_records
+from frames_dspy.results.run_folder import load_records
+from frames_dspy.results.summary import (
+    CONDITION_ORDER,
+    ordered_conditions,
+    summarize,
+    wilson_interval,
+)
 
 logger = logging.getLogger(__name__)
 
@@ -217,7 +222,7 @@ def accuracy_by_article_count(records: Sequence[QuestionRecord]) -> pd.DataFrame
 
 
 def failure_breakdown(records: Sequence[QuestionRecord]) -> pd.DataFrame:
-    """The wrong answers (every field, as :func:`~frames_dspy.records.records_frame`) with
+    """The wrong answers (every field, as :func:`~frames_dspy.results.records.records_frame`) with
     their :func:`failure_kind` in a ``failure`` column."""
     wrong = [r for r in records if not r.is_correct]
     frame = records_frame(wrong)

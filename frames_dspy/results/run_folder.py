@@ -1,10 +1,10 @@
 """A run folder on disk: append-only predictions, atomic JSON files, provenance, resume checks.
 
 ``predictions.jsonl`` gets one record per (condition, question)
-(:class:`frames_dspy.records.PredictionsFile`), appended under a lock and flushed to disk as
+(:class:`frames_dspy.results.records.PredictionsFile`), appended under a lock and flushed to disk as
 each question finishes, so a killed run loses at most the questions in flight and resumes
 where it stopped. Every other file is written atomically. One process writes a run folder at
-a time (the caller holds :func:`frames_dspy.locks.lock_folder`); a file that cannot be written
+a time (the caller holds :func:`frames_dspy.base.locks.lock_folder`); a file that cannot be written
 (a full disk, a read-only folder) becomes a :class:`FolderWriteError` of one line.
 """
 
@@ -21,8 +21,8 @@ from importlib import metadata
 from pathlib import Path
 from typing import Any
 
-from frames_dspy.files import atomic_write_json
-from frames_dspy.records import (
+from frames_dspy.base.files import atomic_write_json
+from frames_dspy.results.records import (
     PredictionsFile,
     QuestionRecord,
     folder_schema,

@@ -2,11 +2,11 @@
 
 ``table.md``, ``summary.json``, the HTML report, a study's dev score, the final test score
 and the comparison of two runs all take their numbers from :func:`summarize` (or, for one
-question, from the properties of :class:`~frames_dspy.records.QuestionRecord`), so a figure
+question, from the properties of :class:`~frames_dspy.results.records.QuestionRecord`), so a figure
 means the same wherever it is printed.
 
 Tokens per question are *metered* tokens of the program LM (every call, cached or not; see
-:mod:`frames_dspy.records`); ``reported_tokens_per_question`` is what the LM reported
+:mod:`frames_dspy.results.records`); ``reported_tokens_per_question`` is what the LM reported
 (cached calls count 0), shown for the money it stands for.
 """
 
@@ -18,9 +18,9 @@ from collections.abc import Iterable, Sequence
 from typing import Any
 
 from frames_dspy.judge.autorater import JUDGE_METHODS, is_rule_method, method_counts
-from frames_dspy.metrics import mean_recall
 from frames_dspy.programs import CONDITIONS
-from frames_dspy.records import QuestionRecord, unique_records
+from frames_dspy.results.metrics import mean_recall
+from frames_dspy.results.records import QuestionRecord, unique_records
 
 __all__ = [
     "CONDITION_ORDER",

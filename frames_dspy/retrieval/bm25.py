@@ -40,9 +40,9 @@ from typing import Any, ClassVar, NamedTuple
 
 import numpy as np
 
-from frames_dspy import paths
-from frames_dspy.corpus import ArticleStore
-from frames_dspy.disk_store import DiskArticleStore
+from frames_dspy.base import paths
+from frames_dspy.data.corpus import ArticleStore
+from frames_dspy.data.disk_store import DiskArticleStore
 
 logger = logging.getLogger(__name__)
 
@@ -536,7 +536,8 @@ def build_retriever(
     if isinstance(store, DiskArticleStore) or backend == "tantivy":
         raise ValueError(
             "a Wikipedia snapshot is searched with its own tantivy index: use "
-            "frames_dspy.disk_index.SnapshotRetriever(store); bm25s and rank-bm25 index the "
+            "frames_dspy.retrieval.disk_index.SnapshotRetriever(store); bm25s and rank-bm25 index "
+            "the "
             "articles of an in-memory ArticleStore"
         )
     if backend not in _CLASSES:

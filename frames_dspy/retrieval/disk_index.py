@@ -8,7 +8,8 @@ whitespace tokenizer, so only the scoring differs: tantivy's BM25 is Lucene's wi
 b = 0.75 and document lengths rounded to one of 256 levels.
 
 A build reads the snapshot in chunks of ``chunk_size`` articles. Each chunk's texts, titles and
-ids go to ``chunks/NNNNN/`` (see :mod:`frames_dspy.disk_store`), then its tokens to tantivy, and
+ids go to ``chunks/NNNNN/`` (see :mod:`frames_dspy.data.disk_store`), then its tokens to tantivy,
+and
 a tantivy commit makes the chunk count: a build killed at any point resumes from the articles
 tantivy holds, rewriting the chunk it was in. When the stream ends the title and id look-ups are
 written, then ``manifest.json`` (the key, counts, timings, every file's size and SHA-256), last.
@@ -33,19 +34,19 @@ from typing import Any
 
 import numpy as np
 
-from frames_dspy import paths
-from frames_dspy.corpus import CorpusError
-from frames_dspy.disk_store import (
+from frames_dspy.base import paths
+from frames_dspy.base.locks import LOCK_NAME, lock_folder
+from frames_dspy.data.corpus import CorpusError
+from frames_dspy.data.disk_store import (
     DiskArticleStore,
     hash_keys,
     load_alias_titles,
     write_lookup,
     write_strings,
 )
-from frames_dspy.links import title_key
-from frames_dspy.locks import LOCK_NAME, lock_folder
-from frames_dspy.retrieval import TOKENIZER_SPEC, Hit, check_search, package_version, tokenize
-from frames_dspy.snapshot import Snapshot, stream_batches
+from frames_dspy.data.links import title_key
+from frames_dspy.data.snapshot import Snapshot, stream_batches
+from frames_dspy.retrieval.bm25 import TOKENIZER_SPEC, Hit, check_search, package_version, tokenize
 
 logger = logging.getLogger(__name__)
 
@@ -363,7 +364,7 @@ def open_snapshot(
     """The snapshot's store, its index built first if it is not complete yet.
 
     Args:
-        snapshot: Which snapshot (:func:`frames_dspy.snapshot.parse_snapshot`).
+        snapshot: Which snapshot (:func:`frames_dspy.data.snapshot.parse_snapshot`).
         aliases: The FRAMES link table whose titles resolve redirects (optional).
         index_dir: The folder of indexes (default: the user cache's ``indexes/``).
         chunk_size: Articles per chunk: what a kill can cost, and the build's memory.
@@ -413,7 +414,7 @@ def open_snapshot(
 class SnapshotRetriever:
     """BM25 search over a :class:`DiskArticleStore` with its tantivy index.
 
-    The same interface as :class:`frames_dspy.retrieval.Retriever`: hits sorted by decreasing
+    The same interface as :class:`frames_dspy.retrieval.bm25.Retriever`: hits sorted by decreasing
     score, ties broken by row; only articles sharing a term with the query; never copied.
     """
 

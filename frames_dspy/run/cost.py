@@ -16,7 +16,7 @@ from dataclasses import dataclass
 
 from frames_dspy.lm import ModelSpec
 from frames_dspy.programs import ProgramSpec
-from frames_dspy.records import QuestionRecord
+from frames_dspy.results.records import QuestionRecord
 
 logger = logging.getLogger(__name__)
 

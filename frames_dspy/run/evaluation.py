@@ -22,14 +22,13 @@ from typing import Any
 
 import dspy
 
-from frames_dspy import report
-from frames_dspy.accounting import CallBudget, attached_callbacks
-from frames_dspy.cost import Pricer, SpendMeter, estimate_lines, question_cost
-from frames_dspy.data import load_frames, split_frames, summarize
-from frames_dspy.disk_store import DiskArticleStore
-from frames_dspy.files import sha256_file
+from frames_dspy.base.files import sha256_file
+from frames_dspy.base.locks import lock_folder
+from frames_dspy.base.redaction import redact_settings
+from frames_dspy.data.disk_store import DiskArticleStore
+from frames_dspy.data.questions import load_frames, split_frames, summarize
+from frames_dspy.lm.accounting import CallBudget, attached_callbacks
 from frames_dspy.lm.specs import API_THREADS, THREADS_DEFAULT
-from frames_dspy.locks import lock_folder
 from frames_dspy.programs import (
     CONDITIONS,
     ProgramSpec,
@@ -38,15 +37,16 @@ from frames_dspy.programs import (
     condition,
     load_program,
 )
-from frames_dspy.progress import RunProgress
-from frames_dspy.records import SCHEMA_VERSION, QuestionRecord
-from frames_dspy.redaction import redact_settings
-from frames_dspy.report.html_report import write_html_report
-from frames_dspy.run_folder import RunFolder, RunSummary, check_out, setting_differences
-from frames_dspy.runner import Runner
-from frames_dspy.session import ModelDataSettings, Session, load_store, open_session
-from frames_dspy.settings import declared_defaults, resume_keys, setting
-from frames_dspy.tracking import log_evaluation
+from frames_dspy.results import report
+from frames_dspy.results.html_report import write_html_report
+from frames_dspy.results.records import SCHEMA_VERSION, QuestionRecord
+from frames_dspy.results.run_folder import RunFolder, RunSummary, check_out, setting_differences
+from frames_dspy.run.cost import Pricer, SpendMeter, estimate_lines, question_cost
+from frames_dspy.run.progress import RunProgress
+from frames_dspy.run.runner import Runner
+from frames_dspy.run.session import ModelDataSettings, Session, load_store, open_session
+from frames_dspy.run.settings import declared_defaults, resume_keys, setting
+from frames_dspy.run.tracking import log_evaluation
 
 logger = logging.getLogger(__name__)
 
@@ -404,7 +404,7 @@ def run_evaluation(
     The LMs, examples, store and retriever can be injected (tests, notebooks); anything not
     given is built from ``config``. Every condition, ``--program`` file and the run folder are
     checked before any model loads; a cost estimate goes to ``say`` before any LM call. The
-    run folder is held (:func:`frames_dspy.locks.lock_folder`) from before anything loads
+    run folder is held (:func:`frames_dspy.base.locks.lock_folder`) from before anything loads
     until the reports are written, so a second run on it is refused before it costs anything.
 
     Returns:
@@ -479,7 +479,7 @@ class _Plan:
 
 def _open_run(plan: _Plan) -> tuple[RunFolder, dict[str, Any]]:
     """The run folder, checked for resuming and writable, with its ``config.json`` written
-    (without credentials: :func:`frames_dspy.redaction.redact_settings`)."""
+    (without credentials: :func:`frames_dspy.base.redaction.redact_settings`)."""
     settings = plan.session.settings
     if settings.max_cost is not None and Pricer(plan.session.model)(1000, 0) is None:
         raise ValueError(

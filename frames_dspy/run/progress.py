@@ -2,7 +2,7 @@
 
 A naive question takes a few seconds and a multi-step one minutes, so a bar that counts
 questions would promise an early finish during the naive condition. The bar counts estimated
-tokens instead (the cost model of :mod:`frames_dspy.cost`): each finished question advances it
+tokens instead (the cost model of :mod:`frames_dspy.run.cost`): each finished question advances it
 by its condition's per-question estimate, and tqdm's rate and ETA follow. The text beside it
 shows questions done, the condition running, its accuracy and failures so far, and the tokens
 (and dollars, when the price is known) spent.
@@ -14,8 +14,8 @@ import sys
 import threading
 from collections.abc import Mapping
 
-from frames_dspy.cost import SpendMeter
-from frames_dspy.records import QuestionRecord
+from frames_dspy.results.records import QuestionRecord
+from frames_dspy.run.cost import SpendMeter
 
 __all__ = ["RunProgress"]
 

@@ -26,13 +26,13 @@ from typing import Any
 import dspy
 from dspy.utils.usage_tracker import UsageTracker, track_usage
 
-from frames_dspy.accounting import TOKEN_METER, attached_callbacks, metered
-from frames_dspy.answer_in_context import answer_in_context
 from frames_dspy.judge.autorater import Autorater, Judgement
 from frames_dspy.lm import LMSetupError
-from frames_dspy.metrics import gold_recall, query_repetition_rate
+from frames_dspy.lm.accounting import TOKEN_METER, attached_callbacks, metered
 from frames_dspy.programs.modules import recording_rounds
-from frames_dspy.records import QuestionRecord
+from frames_dspy.results.answer_in_context import answer_in_context
+from frames_dspy.results.metrics import gold_recall, query_repetition_rate
+from frames_dspy.results.records import QuestionRecord
 
 logger = logging.getLogger(__name__)
 
@@ -81,7 +81,7 @@ def run_question(
 ) -> QuestionRecord:
     """Run one question through a program, judge the answer, and return its record.
 
-    LM use is metered for the LMs that carry :data:`~frames_dspy.accounting.TOKEN_METER`
+    LM use is metered for the LMs that carry :data:`~frames_dspy.lm.accounting.TOKEN_METER`
     (a :class:`Runner` attaches it); otherwise the metered fields stay 0.
 
     Raises:

@@ -16,20 +16,25 @@ from typing import Any
 
 import dspy
 
-from frames_dspy.corpus import ArticleStore, CorpusError, default_aliases, load_corpus
-from frames_dspy.data import dataset_fingerprint
-from frames_dspy.disk_index import ENGINE, SnapshotRetriever, open_snapshot
-from frames_dspy.disk_store import DiskArticleStore
+from frames_dspy.base.paths import data_file, default_dataset
+from frames_dspy.data.corpus import ArticleStore, CorpusError, default_aliases, load_corpus
+from frames_dspy.data.disk_store import DiskArticleStore
+from frames_dspy.data.questions import dataset_fingerprint
+from frames_dspy.data.snapshot import is_snapshot, parse_snapshot
+from frames_dspy.data.wikipedia import corpus_manifest, default_corpus
 from frames_dspy.judge.autorater import AUTORATER, Autorater
 from frames_dspy.judge.protocols import DEFAULT_PROTOCOL, JUDGE_PROTOCOLS
 from frames_dspy.lm import ModelSpec, context_window, make_lm, parse_spec
 from frames_dspy.lm.cache import CACHE_MODES, use_cache
-from frames_dspy.paths import data_file, default_dataset
-from frames_dspy.run_folder import environment_record
-from frames_dspy.settings import resume_keys, setting
-from frames_dspy.snapshot import is_snapshot, parse_snapshot
-from frames_dspy.tracking import DEFAULT_EXPERIMENT, DEFAULT_STORE, check_tracking, enable_traces
-from frames_dspy.wikipedia import corpus_manifest, default_corpus
+from frames_dspy.results.run_folder import environment_record
+from frames_dspy.retrieval.disk_index import ENGINE, SnapshotRetriever, open_snapshot
+from frames_dspy.run.settings import resume_keys, setting
+from frames_dspy.run.tracking import (
+    DEFAULT_EXPERIMENT,
+    DEFAULT_STORE,
+    check_tracking,
+    enable_traces,
+)
 
 logger = logging.getLogger(__name__)
 
@@ -77,7 +82,7 @@ class ModelDataSettings:
         retriever: The BM25 backend.
         mlflow, mlflow_experiment, mlflow_traces: Track in MLflow (a store URI or folder;
             None: not at all), in this experiment, with DSPy's traces of every call (see
-            :mod:`frames_dspy.tracking`). They change no result.
+            :mod:`frames_dspy.run.tracking`). They change no result.
     """
 
     model: str = setting(
@@ -272,7 +277,7 @@ def load_store(
     default corpus (under ``FRAMES_DATA_DIR``) gets the default distractors; a user's own
     corpus is left as it is unless ``distractors`` names a file. With neither, and the whole
     dataset given as ``examples``, the articles of all its links are fetched from Wikipedia
-    once into the user cache (:func:`frames_dspy.wikipedia.default_corpus`; ``say`` gets its
+    once into the user cache (:func:`frames_dspy.data.wikipedia.default_corpus`; ``say`` gets its
     notes, ``progress`` shows its bar) and used from there on.
 
     Raises:
@@ -487,7 +492,7 @@ def open_session(
             progress=say is not None,
         )
     if retriever is None and retriever_needed and store is not None:
-        from frames_dspy.retrieval import build_retriever
+        from frames_dspy.retrieval.bm25 import build_retriever
 
         if isinstance(store, DiskArticleStore):
             retriever = SnapshotRetriever(store)  # its index was built with the store

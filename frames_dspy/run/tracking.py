@@ -23,7 +23,7 @@ from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
-from frames_dspy.redaction import redact_settings
+from frames_dspy.base.redaction import redact_settings
 
 logger = logging.getLogger(__name__)
 
@@ -163,7 +163,7 @@ def log_evaluation(
 ) -> str:
     """Log a finished evaluation: one MLflow run for the run folder, one nested per condition.
 
-    Parameters are logged without credentials (:func:`frames_dspy.redaction.redact_settings`).
+    Parameters are logged without credentials (:func:`frames_dspy.base.redaction.redact_settings`).
 
     Args:
         run_dir: The run folder, logged whole as artifacts (``report.html`` included).

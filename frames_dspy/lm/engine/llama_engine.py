@@ -33,13 +33,13 @@ from dspy.lm15 import (
 )
 from dspy.lm15 import TimeoutError as LM15TimeoutError
 
-from frames_dspy.lm.llama_process import (
+from frames_dspy.lm.engine.llama_process import (
     EXTRA_BUFFERS,
     EXTRA_BUFFERS_ENV,
     EngineHost,
 )
-from frames_dspy.lm.llama_worker import EngineSettings, Generation
-from frames_dspy.lm.prompt_cache import DEFAULT_MB
+from frames_dspy.lm.engine.llama_worker import EngineSettings, Generation
+from frames_dspy.lm.engine.prompt_cache import DEFAULT_MB
 from frames_dspy.lm.specs import DEFAULT_N_CTX
 
 __all__ = ["LlamaCppEngine", "loaded_models"]
@@ -93,11 +93,11 @@ class LlamaCppEngine:
         extra_buffers: ``"auto"``, ``"on"`` or ``"off"``; None reads ``FRAMES_DSPY_EXTRA_BUFFERS``
             (default ``"auto"``).
         flash_attn: Use llama.cpp's flash attention (off by default; see
-            :class:`~frames_dspy.lm.llama_worker.EngineSettings`).
+            :class:`~frames_dspy.lm.engine.llama_worker.EngineSettings`).
         lookup_decoding: Draft tokens copied from the context and verify them in one batch
-            (:mod:`~frames_dspy.lm.lookup_decoding`; faster replies that copy the prompt).
+            (:mod:`~frames_dspy.lm.engine.lookup_decoding`; faster replies that copy the prompt).
         prefix_states_mb: MiB of recent prompts' KV states kept to resume from
-            (:mod:`~frames_dspy.lm.prompt_cache`); 0 keeps only the live cache.
+            (:mod:`~frames_dspy.lm.engine.prompt_cache`); 0 keeps only the live cache.
         llama: An already constructed ``llama_cpp.Llama``-like object, run inline (tests).
     """
 

@@ -3,7 +3,7 @@
 llama.cpp is C++: a bug in one of its CPU kernels (``ggml_backend_amx_mul_mat`` segfaults on
 some Xeons with AMX), an abort or the kernel's out-of-memory killer ends whatever process it
 runs in, with no Python exception to catch. :class:`EngineProcess` runs it in a worker
-process (:func:`~frames_dspy.lm.llama_worker.main`) and talks to it over a socket pair; when
+process (:func:`~frames_dspy.lm.engine.llama_worker.main`) and talks to it over a socket pair; when
 the worker dies, the call that was running raises :class:`EngineCrashed` naming the signal,
 the CPU and where it happened (the worker's faulthandler stack, kept in a log file), and
 :class:`EngineHost` starts a new worker for the next call. :func:`start_worker` also probes
@@ -28,15 +28,15 @@ from multiprocessing.connection import Connection
 from pathlib import Path
 from typing import Any, NoReturn
 
-from frames_dspy.lm.errors import LMCallError, LMSetupError
-from frames_dspy.lm.llama_worker import (
+from frames_dspy.base.paths import cache_dir
+from frames_dspy.lm.engine.llama_worker import (
     PROBE_MESSAGES,
     EngineSettings,
     Generation,
     generate,
     load_llama,
 )
-from frames_dspy.paths import cache_dir
+from frames_dspy.lm.errors import LMCallError, LMSetupError
 
 __all__ = [
     "EXTRA_BUFFERS",
@@ -149,7 +149,7 @@ def _innermost_frame(log_text: str) -> str | None:
     return None
 
 
-_WORKER_MAIN = "from frames_dspy.lm.llama_worker import main; main()"
+_WORKER_MAIN = "from frames_dspy.lm.engine.llama_worker import main; main()"
 
 
 #: Crashed workers' logs kept (the oldest go first); a clean worker removes its own.
@@ -310,7 +310,7 @@ class EngineHost:
     """Where one model runs; the engine holds ``lock`` around every use of it.
 
     ``worker`` is None for a model in this process (``llama`` is then the model) and the
-    current :class:`~frames_dspy.lm.llama_process.EngineProcess` otherwise (replaced after a
+    current :class:`~frames_dspy.lm.engine.llama_process.EngineProcess` otherwise (replaced after a
     crash). ``llama`` also serves the tokenizer: for a worker it is a vocabulary-only copy
     loaded here on first use.
     """

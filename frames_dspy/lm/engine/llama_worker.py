@@ -1,7 +1,7 @@
 """Where llama.cpp actually runs: load a GGUF model and generate, in whichever process hosts it.
 
-The engine (:mod:`~frames_dspy.lm.llama_engine`) normally hosts the model in a child process
-(:mod:`~frames_dspy.lm.llama_process` starts one that runs :func:`main`), so a
+The engine (:mod:`~frames_dspy.lm.engine.llama_engine`) normally hosts the model in a child process
+(:mod:`~frames_dspy.lm.engine.llama_process` starts one that runs :func:`main`), so a
 native crash of llama.cpp (a segfault, an abort, an out-of-memory kill) ends that child and not
 the run. The same functions run in-process when the engine is told to (tests with a fake
 ``llama_cpp``, or ``isolation="inline"``).
@@ -27,8 +27,8 @@ from typing import Any
 
 import numpy as np
 
-from frames_dspy.lm.lookup_decoding import LookupDrafts, draft_tokens_for
-from frames_dspy.lm.prompt_cache import DEFAULT_MB, PrefixStates, cached_class
+from frames_dspy.lm.engine.lookup_decoding import LookupDrafts, draft_tokens_for
+from frames_dspy.lm.engine.prompt_cache import DEFAULT_MB, PrefixStates, cached_class
 
 __all__ = [
     "EngineSettings",
@@ -63,10 +63,10 @@ class EngineSettings:
             ms without it), so the multi-step conditions ran slower with it; off by default.
             It sums in another order, so a greedy answer can differ in rare near-ties.
         lookup_decoding: Draft tokens by copying from the context and verify them in one
-            batch (:mod:`~frames_dspy.lm.lookup_decoding`); off for calls that record
+            batch (:mod:`~frames_dspy.lm.engine.lookup_decoding`); off for calls that record
             log-probabilities.
         prefix_states_mb: MiB of recent prompts' KV states to keep, so a call resumes
-            whichever shares most of its prompt (:mod:`~frames_dspy.lm.prompt_cache`); 0
+            whichever shares most of its prompt (:mod:`~frames_dspy.lm.engine.prompt_cache`); 0
             keeps only llama.cpp's live cache.
         factory: ``module:attribute`` of a function that builds the Llama from these settings
             in a worker process (tests name a fake that crashes on purpose).
@@ -80,7 +80,7 @@ class EngineSettings:
     flash_attn: bool = False
     lookup_decoding: bool = True
     prefix_states_mb: int = DEFAULT_MB
-    factory: str = "frames_dspy.lm.llama_worker:build_llama"
+    factory: str = "frames_dspy.lm.engine.llama_worker:build_llama"
 
     def record(self) -> dict[str, Any]:
         """The settings that shape results and speed, for a run's config."""
@@ -369,7 +369,7 @@ def _exit_with_parent(interval: float = 1.0) -> None:
 def main(argv: list[str] | None = None) -> int:
     """Serve the engine on an inherited socket: the worker process's entry point.
 
-    Started as ``python -c "from frames_dspy.lm.llama_worker import main; main()" FD`` rather
+    Started as ``python -c "from frames_dspy.lm.engine.llama_worker import main; main()" FD`` rather
     than with ``-m``: run as ``__main__``, this module's classes would pickle under that name.
     """
     from multiprocessing.connection import Connection

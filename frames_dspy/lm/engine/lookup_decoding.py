@@ -15,7 +15,8 @@ are long (up to 63 tokens, filling one 64-token batch) and made only once the mo
 copying (a match of 6 tokens); without flash attention small batches are cheap and drafts of
 15 tokens waste less. llama-cpp-python's own ``LlamaPromptLookupDecoding`` makes the model keep
 logits for every prompt token (a 151,936-wide row each); the engine's ``eval``
-(:func:`~frames_dspy.lm.prompt_cache.cached_class`) asks for them only at a draft's positions.
+(:func:`~frames_dspy.lm.engine.prompt_cache.cached_class`) asks for them only at a draft's
+positions.
 """
 
 from __future__ import annotations

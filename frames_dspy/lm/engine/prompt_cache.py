@@ -196,7 +196,7 @@ def cached_class(base: type) -> type:
     the generation ends (finished, stopped or abandoned). Its ``eval`` cuts a prompt at the
     multiples of ``n_batch`` (:func:`aligned_chunks`) with logits at the last token only, and
     evaluates a generation step (the sampled token and any draft of
-    :mod:`~frames_dspy.lm.lookup_decoding`) as one batch with logits at every position, which
+    :mod:`~frames_dspy.lm.engine.lookup_decoding`) as one batch with logits at every position, which
     llama-cpp-python samples a draft's tokens from.
     """
 
