@@ -246,21 +246,7 @@ def fetch_articles(
     """
     cache = Path(cache_dir)
     cache.mkdir(parents=True, exist_ok=True)
-    found: dict[str, None] = {}
-    for url in urls:
-        link = normalize_link(url)
-        if link is None:
-            logger.warning("skipping %r: not a Wikipedia article link", url)
-        else:
-            found[link] = None
-    links = list(found)
-    done = Fetched(
-        (link, cache / _cache_name(link)) for link in links if (cache / _cache_name(link)).is_file()
-    )
-    todo: dict[str, list[str]] = {}
-    for link in links:
-        if link not in done:
-            todo.setdefault(_endpoint(link, api_url), []).append(link)
+    links, done, todo = _cached_and_todo(urls, cache, api_url)
     from tqdm.auto import tqdm
 
     bar = tqdm(
@@ -303,29 +289,51 @@ def fetch_articles(
             )
             clients.append(client)
             for start in range(0, len(group), step):
-                chunk = group[start : start + step]
-                titles = {link: link.split("/wiki/", 1)[1].replace("_", " ") for link in chunk}
-                what = f"the titles of {len(chunk)} Wikipedia articles ({titles[chunk[0]]!r}, ...)"
-                pages = ask(what, client, _resolve, list(dict.fromkeys(titles.values())))
-                by_page: dict[int, list[str]] = {}
-                for link in chunk:
-                    page = pages[titles[link]]
-                    if page is None:
-                        keep(link, _record(link, titles[link], None, ""))
-                    else:
-                        by_page.setdefault(page["pageid"], []).append(link)
-                for pageid, same in by_page.items():
-                    what = f"the Wikipedia article {titles[same[0]]!r}"
-                    page = ask(what, client, _extract, pageid)
-                    for link in same:
-                        keep(
-                            link, _record(link, titles[link], page, (page or {}).get("extract", ""))
-                        )
+                _fetch_chunk(client, group[start : start + step], ask, keep)
     finally:
         bar.close()
     done.requests = sum(client.requests for client in clients)
     done.retries = sum(client.retries for client in clients)
     return done
+
+
+def _cached_and_todo(urls: Iterable[str], cache: Path, api_url: str | None):
+    """The normalised links, those already cached, and the rest by API endpoint."""
+    found: dict[str, None] = {}
+    for url in urls:
+        link = normalize_link(url)
+        if link is None:
+            logger.warning("skipping %r: not a Wikipedia article link", url)
+        else:
+            found[link] = None
+    links = list(found)
+    done = Fetched(
+        (link, cache / _cache_name(link)) for link in links if (cache / _cache_name(link)).is_file()
+    )
+    todo: dict[str, list[str]] = {}
+    for link in links:
+        if link not in done:
+            todo.setdefault(_endpoint(link, api_url), []).append(link)
+    return links, done, todo
+
+
+def _fetch_chunk(client: _Client, chunk: list[str], ask, keep) -> None:
+    """One request's worth of links: their titles resolved, then each page's text fetched."""
+    titles = {link: link.split("/wiki/", 1)[1].replace("_", " ") for link in chunk}
+    what = f"the titles of {len(chunk)} Wikipedia articles ({titles[chunk[0]]!r}, ...)"
+    pages = ask(what, client, _resolve, list(dict.fromkeys(titles.values())))
+    by_page: dict[int, list[str]] = {}
+    for link in chunk:
+        page = pages[titles[link]]
+        if page is None:
+            keep(link, _record(link, titles[link], None, ""))
+        else:
+            by_page.setdefault(page["pageid"], []).append(link)
+    for pageid, same in by_page.items():
+        what = f"the Wikipedia article {titles[same[0]]!r}"
+        page = ask(what, client, _extract, pageid)
+        for link in same:
+            keep(link, _record(link, titles[link], page, (page or {}).get("extract", "")))
 
 
 def _extract(client: _Client, pageid: int) -> dict | None:

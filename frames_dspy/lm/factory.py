@@ -256,13 +256,10 @@ def make_lm(
                 f"api_base/api_key do not apply to the embedded model {spec!r}; "
                 "for a llama.cpp server use make_lm('openai/<name>', api_base=...)"
             )
-        _import_llama_cpp()
-        path, model = _bundled_or_file(parsed)
-        engine = LlamaCppEngine(
-            path,
-            n_ctx=n_ctx or parsed.default_n_ctx,
+        engine_settings = dict(
+            n_ctx=n_ctx,
             n_threads=n_threads,
-            seed=seed or 0,
+            seed=seed,
             timeout=timeout,
             extra_buffers=extra_buffers,
             isolation=isolation,
@@ -270,19 +267,88 @@ def make_lm(
             lookup_decoding=lookup_decoding,
             prefix_states_mb=prefix_states_mb,
         )
-        return FramesLM(
-            model,
-            engine=engine,
+        return _embedded_lm(
+            parsed,
+            engine_settings,
             temperature=temperature,
-            max_tokens=max_tokens or DEFAULT_LOCAL_MAX_TOKENS,
+            max_tokens=max_tokens,
             cache=cache,
-            max_retries=0 if num_retries is None else num_retries,
+            num_retries=num_retries,
             retry_backoff=retry_backoff,
-            model_spec=parsed,
-            context_window=engine.n_ctx,
-            **settings,
+            settings=settings,
         )
+    return _api_lm(
+        parsed,
+        temperature=temperature,
+        max_tokens=max_tokens,
+        n_ctx=n_ctx,
+        cache=cache,
+        api_base=api_base,
+        api_key=api_key,
+        timeout=timeout,
+        num_retries=num_retries,
+        retry_backoff=retry_backoff,
+        check_connection=check_connection,
+        settings=settings,
+    )
 
+
+def _embedded_lm(
+    parsed: ModelSpec,
+    engine_settings: dict[str, Any],
+    *,
+    temperature: float,
+    max_tokens: int | None,
+    cache: bool,
+    num_retries: int | None,
+    retry_backoff: float,
+    settings: dict[str, Any],
+) -> FramesLM:
+    """:func:`make_lm` for an embedded model: its weights, a llama.cpp engine, the LM."""
+    _import_llama_cpp()
+    path, model = _bundled_or_file(parsed)
+    engine = LlamaCppEngine(
+        path,
+        n_ctx=engine_settings["n_ctx"] or parsed.default_n_ctx,
+        n_threads=engine_settings["n_threads"],
+        seed=engine_settings["seed"] or 0,
+        timeout=engine_settings["timeout"],
+        extra_buffers=engine_settings["extra_buffers"],
+        isolation=engine_settings["isolation"],
+        flash_attn=engine_settings["flash_attn"],
+        lookup_decoding=engine_settings["lookup_decoding"],
+        prefix_states_mb=engine_settings["prefix_states_mb"],
+    )
+    return FramesLM(
+        model,
+        engine=engine,
+        temperature=temperature,
+        max_tokens=max_tokens or DEFAULT_LOCAL_MAX_TOKENS,
+        cache=cache,
+        max_retries=0 if num_retries is None else num_retries,
+        retry_backoff=retry_backoff,
+        model_spec=parsed,
+        context_window=engine.n_ctx,
+        **settings,
+    )
+
+
+def _api_lm(
+    parsed: ModelSpec,
+    *,
+    temperature: float,
+    max_tokens: int | None,
+    n_ctx: int | None,
+    cache: bool,
+    api_base: str | None,
+    api_key: str | None,
+    timeout: float | None,
+    num_retries: int | None,
+    retry_backoff: float,
+    check_connection: bool,
+    settings: dict[str, Any],
+) -> FramesLM:
+    """:func:`make_lm` for a LiteLLM model: reachability, the API key, the LM."""
     model = parsed.value
     _use_packaged_model_map()
     if api_base and check_connection:
