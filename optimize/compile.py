@@ -57,7 +57,7 @@ from frames_dspy.results.run_folder import (
     write_error,
 )
 from frames_dspy.run.runner import RunAborted
-from frames_dspy.run.session import open_session
+from frames_dspy.run.session import Session, open_session
 from frames_dspy.run.settings import declared_defaults
 from frames_dspy.run.tracking import log_study
 from optimize.config import (
@@ -171,18 +171,7 @@ def _compile(
     storage_url = config.storage or f"sqlite:///{(out / 'study.db').resolve()}"
 
     examples, splits, test = _split(config, examples)
-    session = open_session(
-        config,
-        store_needed=True,
-        retriever_needed=True,
-        needed_for="the MultiHop program and the study",
-        lm=lm,
-        judge_lm=judge_lm,
-        store=store,
-        retriever=retriever,
-        examples=examples,
-        say=progress,
-    )
+    session = _open_session(config, examples, lm, judge_lm, store, retriever, progress)
     config = _session_settings(session, out)
     opt = config.optimizer_settings(embedded=session.model.embedded)
     teacher_lm = teacher_lm or config.make_teacher()
@@ -246,6 +235,22 @@ def _split(config: CompileConfig, examples: list[dspy.Example] | None):
             "the test split is empty: lower --train/--dev so some questions remain for the test"
         )
     return examples, splits, test
+
+
+def _open_session(config, examples, lm, judge_lm, store, retriever, progress) -> Session:
+    """The LMs, judge, corpus and retriever of the study (those not injected built)."""
+    return open_session(
+        config,
+        store_needed=True,
+        retriever_needed=True,
+        needed_for="the MultiHop program and the study",
+        lm=lm,
+        judge_lm=judge_lm,
+        store=store,
+        retriever=retriever,
+        examples=examples,
+        say=progress,
+    )
 
 
 def _session_settings(session, out: Path) -> CompileConfig:

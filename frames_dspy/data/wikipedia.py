@@ -264,21 +264,7 @@ def fetch_articles(
         done[link] = cache / _cache_name(link)
         bar.update(1)
 
-    def ask(what: str, client: _Client, call, *args):
-        # A request that failed for good becomes the one line users see.
-        try:
-            return call(client, *args)
-        except _Failed as failed:
-            tries = f" after {failed.attempts} attempts" if failed.attempts > 1 else ""
-            kept = f"{len(done)} of {len(links)} links are cached in {cache} and will not be "
-            raise DownloadError(
-                what,
-                client.endpoint,
-                reason_of(failed.error) + tries,
-                fix=_FIX,
-                kept=kept + "fetched again" if done else "",
-            ) from failed.error
-
+    ask = _asker(done, links, cache)
     step = max(1, min(batch, TITLES_PER_REQUEST))
     clients: list[_Client] = []
 
@@ -295,6 +281,27 @@ def fetch_articles(
     done.requests = sum(client.requests for client in clients)
     done.retries = sum(client.retries for client in clients)
     return done
+
+
+def _asker(done: Fetched, links: list[str], cache: Path):
+    """``ask(what, client, call, *args)``: a request that failed for good becomes the one
+    line users see, saying what is cached and will not be fetched again."""
+
+    def ask(what: str, client: _Client, call, *args):
+        try:
+            return call(client, *args)
+        except _Failed as failed:
+            tries = f" after {failed.attempts} attempts" if failed.attempts > 1 else ""
+            kept = f"{len(done)} of {len(links)} links are cached in {cache} and will not be "
+            raise DownloadError(
+                what,
+                client.endpoint,
+                reason_of(failed.error) + tries,
+                fix=_FIX,
+                kept=kept + "fetched again" if done else "",
+            ) from failed.error
+
+    return ask
 
 
 def _cached_and_todo(urls: Iterable[str], cache: Path, api_url: str | None):

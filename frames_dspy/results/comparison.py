@@ -306,30 +306,7 @@ def compare_conditions(
     acc_a, acc_b = float(right_a.mean()), float(right_b.mean())
     acc_ci = paired_bootstrap_ci(right_a, right_b, resamples=resamples, seed=seed)
 
-    # Recall pairing: a question without a gold article in either run says nothing about
-    # retrieval and is left out; null on one side only (e.g. another corpus) counts as 0.
-    recall_rows = []
-    no_gold = null_a_only = null_b_only = 0
-    for ra, rb in zip(recs_a, recs_b, strict=True):
-        null_a, null_b = ra.recall is None, rb.recall is None
-        if null_a and null_b:
-            no_gold += 1
-            continue
-        null_a_only += null_a
-        null_b_only += null_b
-        recall_rows.append((ra, rb))
-    recall: dict[str, Any] = {}
-    for which in ("final", "round1"):
-        xs = [_recall_at(x, which) or 0.0 for x, _ in recall_rows]
-        ys = [_recall_at(y, which) or 0.0 for _, y in recall_rows]
-        mean_a, mean_b = _mean(xs), _mean(ys)
-        recall[f"recall_{which}_a"] = mean_a
-        recall[f"recall_{which}_b"] = mean_b
-        recall[f"recall_{which}_diff"] = (
-            None if mean_a is None or mean_b is None else mean_b - mean_a
-        )
-        recall[f"recall_{which}_ci95"] = paired_bootstrap_ci(xs, ys, resamples=resamples, seed=seed)
-
+    recall = _paired_recall(recs_a, recs_b, resamples=resamples, seed=seed)
     return PairComparison(
         condition_a=condition_a,
         condition_b=condition_b,
@@ -346,16 +323,47 @@ def compare_conditions(
         mcnemar_p=p,
         a_to_b=Flips(len(gained), gained),
         b_to_a=Flips(len(lost), lost),
-        recall_n=len(recall_rows),
-        recall_no_gold=no_gold,
-        recall_null_a_only=null_a_only,
-        recall_null_b_only=null_b_only,
         **recall,
         tokens_per_q_a=summarize_records(recs_a)["tokens_per_question"],
         tokens_per_q_b=summarize_records(recs_b)["tokens_per_question"],
         errors={"a": _side_errors(recs_a, shared), "b": _side_errors(recs_b, shared)},
         verdict=_verdict(acc_b - acc_a, acc_ci, p),
     )
+
+
+def _paired_recall(recs_a, recs_b, *, resamples: int, seed: int) -> dict[str, Any]:
+    """Recall of the paired questions, both sides, their difference and its interval.
+
+    A question without a gold article in either run says nothing about retrieval and is left
+    out; null on one side only (e.g. another corpus) counts as 0.
+    """
+    recall_rows = []
+    no_gold = null_a_only = null_b_only = 0
+    for ra, rb in zip(recs_a, recs_b, strict=True):
+        null_a, null_b = ra.recall is None, rb.recall is None
+        if null_a and null_b:
+            no_gold += 1
+            continue
+        null_a_only += null_a
+        null_b_only += null_b
+        recall_rows.append((ra, rb))
+    recall: dict[str, Any] = {
+        "recall_n": len(recall_rows),
+        "recall_no_gold": no_gold,
+        "recall_null_a_only": null_a_only,
+        "recall_null_b_only": null_b_only,
+    }
+    for which in ("final", "round1"):
+        xs = [_recall_at(x, which) or 0.0 for x, _ in recall_rows]
+        ys = [_recall_at(y, which) or 0.0 for _, y in recall_rows]
+        mean_a, mean_b = _mean(xs), _mean(ys)
+        recall[f"recall_{which}_a"] = mean_a
+        recall[f"recall_{which}_b"] = mean_b
+        recall[f"recall_{which}_diff"] = (
+            None if mean_a is None or mean_b is None else mean_b - mean_a
+        )
+        recall[f"recall_{which}_ci95"] = paired_bootstrap_ci(xs, ys, resamples=resamples, seed=seed)
+    return recall
 
 
 def _id_span(records: dict[Any, Any]) -> str:
@@ -393,36 +401,9 @@ def compare_runs(config: CompareConfig) -> Comparison:
     run_a, run_b = load_run(config.run_a), load_run(config.run_b)
     warnings: list[str] = []
 
-    data_a, data_b = run_a.config.get("dataset_sha256"), run_b.config.get("dataset_sha256")
-    if data_a is not None and data_b is not None and data_a != data_b:
-        raise CompareError(
-            f"runs {run_a.path} and {run_b.path} were made on different datasets "
-            f"(dataset_sha256 {short_hash(data_a)}… vs {short_hash(data_b)}…), so the same id "
-            "may be another question; rerun one with the other's --dataset and --revision"
-        )
-    if data_a is None or data_b is None:
-        missing = run_a.path if data_a is None else run_b.path
-        warnings.append(
-            f"{missing}/config.json has no dataset_sha256: cannot check that both runs "
-            "asked the same questions"
-        )
-
-    corpus_a, corpus_b = run_a.config.get("corpus_sha256"), run_b.config.get("corpus_sha256")
-    corpus_differs = corpus_a is not None and corpus_b is not None and corpus_a != corpus_b
-    if corpus_differs:
-        if not config.allow_different_corpus:
-            raise CompareError(
-                f"runs {run_a.path} and {run_b.path} used different corpora (corpus_sha256 "
-                f"{short_hash(corpus_a)}… vs {short_hash(corpus_b)}…): recall and answers are not "
-                "comparable across corpora; rerun one with the other's --corpus and "
-                "--distractors, or pass --allow-different-corpus to compare anyway"
-            )
-        warnings.append(
-            f"DIFFERENT CORPORA (corpus_sha256 {short_hash(corpus_a)}… vs "
-            f"{short_hash(corpus_b)}…), compared only because of --allow-different-corpus: "
-            "recall and answers are NOT comparable across corpora; a difference may come "
-            "from the corpus, not the method"
-        )
+    data_a, data_b, corpus_a, corpus_b, corpus_differs = _check_same_data(
+        run_a, run_b, config.allow_different_corpus, warnings
+    )
 
     if config.condition is None:
         shared = _ordered(set(run_a.records) & set(run_b.records))
@@ -471,3 +452,39 @@ def compare_runs(config: CompareConfig) -> Comparison:
 def comparison_dict(comparison: Comparison) -> dict[str, Any]:
     """The comparison as plain JSON-ready data (what ``--json`` prints)."""
     return asdict(comparison)
+
+
+def _check_same_data(run_a: Run, run_b: Run, allow_different_corpus: bool, warnings: list[str]):
+    """The runs' dataset and corpus hashes, refused if they differ (the corpus only if not
+    allowed); a missing hash or an allowed corpus difference adds to ``warnings``."""
+    data_a, data_b = run_a.config.get("dataset_sha256"), run_b.config.get("dataset_sha256")
+    if data_a is not None and data_b is not None and data_a != data_b:
+        raise CompareError(
+            f"runs {run_a.path} and {run_b.path} were made on different datasets "
+            f"(dataset_sha256 {short_hash(data_a)}… vs {short_hash(data_b)}…), so the same id "
+            "may be another question; rerun one with the other's --dataset and --revision"
+        )
+    if data_a is None or data_b is None:
+        missing = run_a.path if data_a is None else run_b.path
+        warnings.append(
+            f"{missing}/config.json has no dataset_sha256: cannot check that both runs "
+            "asked the same questions"
+        )
+
+    corpus_a, corpus_b = run_a.config.get("corpus_sha256"), run_b.config.get("corpus_sha256")
+    corpus_differs = corpus_a is not None and corpus_b is not None and corpus_a != corpus_b
+    if corpus_differs:
+        if not allow_different_corpus:
+            raise CompareError(
+                f"runs {run_a.path} and {run_b.path} used different corpora (corpus_sha256 "
+                f"{short_hash(corpus_a)}… vs {short_hash(corpus_b)}…): recall and answers are not "
+                "comparable across corpora; rerun one with the other's --corpus and "
+                "--distractors, or pass --allow-different-corpus to compare anyway"
+            )
+        warnings.append(
+            f"DIFFERENT CORPORA (corpus_sha256 {short_hash(corpus_a)}… vs "
+            f"{short_hash(corpus_b)}…), compared only because of --allow-different-corpus: "
+            "recall and answers are NOT comparable across corpora; a difference may come "
+            "from the corpus, not the method"
+        )
+    return data_a, data_b, corpus_a, corpus_b, corpus_differs

@@ -88,26 +88,7 @@ def run_question(
         RunAborted: an LM cannot run at all (the message says why).
     """
     started = time.perf_counter()
-    inputs = {name: example[name] for name in program.input_fields}
-    error = error_kind = None
-    # The program LM's use is counted here once: metered (every call, cached or not) and
-    # as the LM reported it (DSPy's usage tracker; a cached call reports nothing), whether
-    # the program finished or failed half-way.
-    with metered() as meter, recording_rounds() as rounds, track_usage() as usage:
-        try:
-            with dspy.context(lm=lm):
-                pred = program(**inputs)
-        except LMSetupError as err:
-            raise RunAborted(str(err)) from err
-        except Exception as err:  # one bad question must not end a long run; it is recorded
-            logger.warning("question %s failed under %s: %s", example.id, label, err)
-            error, error_kind = repr(err), type(err).__name__
-            # What it retrieved before failing still counts towards recall.
-            pred = dspy.Prediction(
-                answer="",
-                context_ids=rounds["context_ids"],
-                queries=rounds["queries"],
-            )
+    pred, error, error_kind, meter, rounds, usage = _run_program(label, program, example, lm)
     prompt_tokens, completion_tokens = _reported_tokens(usage)
     with metered() as judge_meter:
         verdict = _judge(autorater, example, pred.answer)
@@ -154,6 +135,34 @@ def run_question(
         judge_completion_tokens=judge_meter.completion_tokens,
         seconds=round(time.perf_counter() - started, 3),
     )
+
+
+def _run_program(label: str, program: dspy.Module, example: dspy.Example, lm: dspy.BaseLM):
+    """The program on one question: its prediction (empty if it failed), the error, and
+    what it used: the meter, the rounds it recorded and the usage the LM reported.
+
+    The program LM's use is counted here once: metered (every call, cached or not) and as
+    the LM reported it (DSPy's usage tracker; a cached call reports nothing), whether the
+    program finished or failed half-way.
+    """
+    inputs = {name: example[name] for name in program.input_fields}
+    error = error_kind = None
+    with metered() as meter, recording_rounds() as rounds, track_usage() as usage:
+        try:
+            with dspy.context(lm=lm):
+                pred = program(**inputs)
+        except LMSetupError as err:
+            raise RunAborted(str(err)) from err
+        except Exception as err:  # one bad question must not end a long run; it is recorded
+            logger.warning("question %s failed under %s: %s", example.id, label, err)
+            error, error_kind = repr(err), type(err).__name__
+            # What it retrieved before failing still counts towards recall.
+            pred = dspy.Prediction(
+                answer="",
+                context_ids=rounds["context_ids"],
+                queries=rounds["queries"],
+            )
+    return pred, error, error_kind, meter, rounds, usage
 
 
 @dataclass
