@@ -16,9 +16,9 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from frames_dspy.base.redaction import RedactingFilter, redact_text
+from frames_dspy.base.settings import options
 from frames_dspy.programs import condition_names
 from frames_dspy.run.session import ModelDataSettings
-from frames_dspy.run.settings import options
 
 __all__ = [
     "CommandParser",
@@ -222,7 +222,7 @@ def add_settings(
     types: dict[str, Callable[[str], Any]] | None = None,
 ) -> None:
     """Add the options ``entry`` takes of ``config_type``'s declared settings
-    (:func:`frames_dspy.run.settings.setting`), each under its group's section.
+    (:func:`frames_dspy.base.settings.setting`), each under its group's section.
 
     Args:
         defaults: The values shown and used as defaults (default: the declared ones).

@@ -80,7 +80,7 @@ def build_parser() -> argparse.ArgumentParser:
             "command resumes."
         ),
     )
-    # Every setting EvalConfig declares (frames_dspy.run.settings), in its sections; the
+    # Every setting EvalConfig declares (frames_dspy.base.settings), in its sections; the
     # shared model and data settings come first, as ModelDataSettings declares them.
     parser.add_argument_group("what to run")
     add_settings(parser, EvalConfig, "evaluate", defaults=defaults)

@@ -35,6 +35,7 @@ from optuna.trial import FrozenTrial
 from frames_dspy.base.files import atomic_write_json
 from frames_dspy.base.locks import FolderInUse, lock_folder
 from frames_dspy.base.redaction import redact_settings
+from frames_dspy.base.settings import declared_defaults
 from frames_dspy.cli import (
     CommandParser,
     add_settings,
@@ -58,7 +59,6 @@ from frames_dspy.results.run_folder import (
 )
 from frames_dspy.run.runner import RunAborted
 from frames_dspy.run.session import Session, open_session
-from frames_dspy.run.settings import declared_defaults
 from frames_dspy.run.tracking import log_study
 from optimize.config import (
     COMPILE_EXAMPLES,
@@ -472,7 +472,7 @@ def build_parser() -> argparse.ArgumentParser:
         ),
         epilog=COMPILE_EXAMPLES,
     )
-    # Every setting CompileConfig declares (frames_dspy.run.settings), in its sections.
+    # Every setting CompileConfig declares (frames_dspy.base.settings), in its sections.
     add_settings(parser, CompileConfig, "compile", defaults=defaults, types={"pick": _pick})
     run = option_group(parser, "storage, workers and limits")
     run.add_argument("--quiet", action="store_true", help="no progress lines or bars")

@@ -8,9 +8,9 @@ from typing import Any
 
 import dspy
 
+from frames_dspy.base.settings import resume_keys, setting, settings_markdown
 from frames_dspy.lm import API_THREADS, THREADS_DEFAULT, default_threads, make_lm
 from frames_dspy.run.session import ModelDataSettings
-from frames_dspy.run.settings import resume_keys, setting, settings_markdown
 from optimize.optimizers import OPTIMIZER_HELP, OPTIMIZERS, OptimizerSettings
 from optimize.pareto import parse_pick
 from optimize.study import OBJECTIVES, PAPER_PROMPTS, PROMPTS, SearchSpace
@@ -506,7 +506,7 @@ def settings_doc() -> str:
 
     parts = [
         "# Settings\n",
-        "Generated from the declarations (`frames_dspy.run.settings`): do not edit by hand; run "
+        "Generated from the declarations (`frames_dspy.base.settings`): do not edit by hand; run "
         "`python -m optimize.config > docs/settings.md`. Each row is one setting, declared "
         "once with its type, default and help; `config.json` records every one of them.\n",
         "## python -m frames_dspy.evaluate\n",

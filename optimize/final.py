@@ -25,6 +25,7 @@ from optuna.trial import FrozenTrial, TrialState
 
 from frames_dspy.base.files import atomic_write_json, sha256_file
 from frames_dspy.base.redaction import redact_text
+from frames_dspy.base.settings import command_args
 from frames_dspy.data.questions import Splits
 from frames_dspy.lm.accounting import CallBudget
 from frames_dspy.programs import build_program, save_program
@@ -33,7 +34,6 @@ from frames_dspy.results.run_folder import RunFolder
 from frames_dspy.results.stats import paired_bootstrap_ci
 from frames_dspy.run.evaluation import EvalConfig, run_evaluation
 from frames_dspy.run.session import Session
-from frames_dspy.run.settings import command_args
 from optimize.config import CompileConfig, NoCompleteTrials
 from optimize.optimizers import OptimizerSettings, compile_program
 from optimize.pareto import (
@@ -192,7 +192,7 @@ _ALWAYS_NAMED = (
 
 def reproduce_command(config: CompileConfig, out: Path) -> str:
     """The ``frames_dspy.evaluate`` command that re-scores ``OUT/program.json`` on test,
-    generated from evaluate's setting declarations (:mod:`frames_dspy.run.settings`)."""
+    generated from evaluate's setting declarations (:mod:`frames_dspy.base.settings`)."""
     rerun = final_test_config(config, out / "program.json", out / "test_rerun")
     args = command_args(
         rerun, "evaluate", defaults=EvalConfig(), skip=_NOT_REPRODUCED, always=_ALWAYS_NAMED

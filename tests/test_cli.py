@@ -92,7 +92,7 @@ def test_choice_list_names_the_unknown_entries_and_the_choices(text, named):
 def test_the_model_and_data_groups_hold_their_options():
     found = groups(shared_parser())
     assert [options for options, _, _ in found["models"]] == [
-        # In the order ModelDataSettings declares them (frames_dspy.run.settings).
+        # In the order ModelDataSettings declares them (frames_dspy.base.settings).
         ("--model",),
         ("--judge-model",),
         ("--api-base",),

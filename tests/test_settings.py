@@ -1,4 +1,4 @@
-"""frames_dspy.run.settings: each setting declared once; options, records and commands derived."""
+"""frames_dspy.base.settings: each setting declared once; options, records and commands derived."""
 
 from __future__ import annotations
 
@@ -9,9 +9,9 @@ from pathlib import Path
 import pytest
 
 from frames_dspy import evaluate
+from frames_dspy.base.settings import Option, command_args, options, setting, settings_markdown
 from frames_dspy.run.evaluation import EvalConfig
 from frames_dspy.run.session import ModelDataSettings
-from frames_dspy.run.settings import Option, command_args, options, setting, settings_markdown
 
 REPO = Path(__file__).resolve().parents[1]
 

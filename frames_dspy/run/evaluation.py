@@ -25,6 +25,7 @@ import dspy
 from frames_dspy.base.files import sha256_file
 from frames_dspy.base.locks import lock_folder
 from frames_dspy.base.redaction import redact_settings
+from frames_dspy.base.settings import declared_defaults, resume_keys, setting
 from frames_dspy.data.disk_store import DiskArticleStore
 from frames_dspy.data.questions import load_frames, split_frames, summarize
 from frames_dspy.lm.accounting import CallBudget, attached_callbacks
@@ -45,7 +46,6 @@ from frames_dspy.run.cost import Pricer, SpendMeter, estimate_lines, question_co
 from frames_dspy.run.progress import RunProgress
 from frames_dspy.run.runner import Runner
 from frames_dspy.run.session import ModelDataSettings, Session, load_store, open_session
-from frames_dspy.run.settings import declared_defaults, resume_keys, setting
 from frames_dspy.run.tracking import log_evaluation
 
 logger = logging.getLogger(__name__)

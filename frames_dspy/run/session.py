@@ -17,6 +17,7 @@ from typing import Any
 import dspy
 
 from frames_dspy.base.paths import data_file, default_dataset
+from frames_dspy.base.settings import resume_keys, setting
 from frames_dspy.data.corpus import ArticleStore, CorpusError, default_aliases, load_corpus
 from frames_dspy.data.disk_store import DiskArticleStore
 from frames_dspy.data.questions import dataset_fingerprint
@@ -28,7 +29,6 @@ from frames_dspy.lm import ModelSpec, context_window, make_lm, parse_spec
 from frames_dspy.lm.cache import CACHE_MODES, use_cache
 from frames_dspy.results.run_folder import environment_record
 from frames_dspy.retrieval.disk_index import ENGINE, SnapshotRetriever, open_snapshot
-from frames_dspy.run.settings import resume_keys, setting
 from frames_dspy.run.tracking import (
     DEFAULT_EXPERIMENT,
     DEFAULT_STORE,
