@@ -13,10 +13,11 @@ import logging
 import sys
 import traceback
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 from frames_dspy.base.redaction import RedactingFilter, redact_text
-from frames_dspy.base.settings import options
+from frames_dspy.base.settings import options, setting
 from frames_dspy.programs import condition_names
 from frames_dspy.run.session import ModelDataSettings
 
@@ -220,6 +221,7 @@ def add_settings(
     groups: Sequence[str] | None = None,
     skip: Sequence[str] = (),
     types: dict[str, Callable[[str], Any]] | None = None,
+    section: str | None = None,
 ) -> None:
     """Add the options ``entry`` takes of ``config_type``'s declared settings
     (:func:`frames_dspy.base.settings.setting`), each under its group's section.
@@ -229,6 +231,7 @@ def add_settings(
         groups: Only the settings of these groups (default: all).
         skip: Field names not to add.
         types: Parsers of the value kinds only this entry point knows (e.g. ``pick``).
+        section: The ``--help`` section for all of them (default: each one's group).
     """
     for name, option, default in options(config_type, entry):
         if name in skip or (groups is not None and option.group not in groups):
@@ -259,7 +262,34 @@ def add_settings(
                 kwargs["choices"] = list(option.choices)
             if option.metavar is not None:
                 kwargs["metavar"] = option.metavar
-        option_group(parser, option.group).add_argument(option.flag, **kwargs)
+        option_group(parser, section or option.group).add_argument(option.flag, **kwargs)
+
+
+@dataclass
+class CommandOutput:
+    """How a command line prints: the output flags several commands share, declared once."""
+
+    json: bool = setting(
+        False,
+        kind="flag",
+        group="options",
+        entries=("compare", "data", "validate"),
+        help="print one JSON object instead",
+    )
+    quiet: bool = setting(
+        False,
+        kind="flag",
+        group="options",
+        entries=("evaluate", "compile", "validate", "wikipedia"),
+        help="no progress bars or lines on stderr",
+    )
+
+
+def add_output_arguments(
+    parser: argparse.ArgumentParser, entry: str, *, section: str | None = None
+) -> None:
+    """The :class:`CommandOutput` flags ``entry`` takes (``--json``, ``--quiet``)."""
+    add_settings(parser, CommandOutput, entry, section=section)
 
 
 def add_model_arguments(parser: argparse.ArgumentParser, defaults: Any) -> None:

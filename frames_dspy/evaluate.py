@@ -20,6 +20,7 @@ from pathlib import Path
 from frames_dspy.base.locks import FolderInUse
 from frames_dspy.cli import (
     CommandParser,
+    add_output_arguments,
     add_settings,
     add_verbose_argument,
     option_group,
@@ -84,9 +85,8 @@ def build_parser() -> argparse.ArgumentParser:
     # shared model and data settings come first, as ModelDataSettings declares them.
     parser.add_argument_group("what to run")
     add_settings(parser, EvalConfig, "evaluate", defaults=defaults)
-    run = option_group(parser, "run")
-    run.add_argument("--quiet", action="store_true", help="no progress bars")
-    add_verbose_argument(run)
+    add_output_arguments(parser, "evaluate", section="run")
+    add_verbose_argument(option_group(parser, "run"))
     return parser
 
 

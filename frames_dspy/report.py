@@ -12,7 +12,7 @@ import logging
 import sys
 from collections.abc import Sequence
 
-from frames_dspy.cli import CommandParser, positive_int
+from frames_dspy.cli import CommandParser, add_settings
 from frames_dspy.results.comparison import CompareConfig, CompareError
 from frames_dspy.results.html_report import write_html_report
 
@@ -37,16 +37,7 @@ def build_parser() -> argparse.ArgumentParser:
     page.add_argument("run", metavar="RUN", help="a run folder (from frames_dspy.evaluate)")
     page.add_argument("run_b", metavar="RUN_B", nargs="?", help="a second run to compare")
     page.add_argument("-o", "--out", default=None, help="where to write (default RUN/report.html)")
-    page.add_argument("--condition", default=None, help="compare only this condition of RUN")
-    page.add_argument("--condition-b", default=None, help="... against this condition of RUN_B")
-    page.add_argument(
-        "--bootstrap", type=positive_int("--bootstrap"), default=10_000, help="resamples"
-    )
-    page.add_argument(
-        "--allow-different-corpus",
-        action="store_true",
-        help="compare runs made on different corpora (flagged on the page)",
-    )
+    add_settings(page, CompareConfig, "report")
     return parser
 
 

@@ -11,11 +11,12 @@ import sys
 from pathlib import Path
 
 from frames_dspy.base.locks import FolderInUse, lock_folder
-from frames_dspy.base.paths import default_dataset
 from frames_dspy.base.redaction import redact_text
+from frames_dspy.cli import add_output_arguments, add_settings
 from frames_dspy.data.download import DownloadError
 from frames_dspy.data.questions import DatasetError, load_frames
 from frames_dspy.data.wikipedia import DEFAULT_DELAY, build_corpus
+from frames_dspy.run.session import ModelDataSettings
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -31,7 +32,7 @@ def main(argv: list[str] | None = None) -> int:
     )
     sub = parser.add_subparsers(dest="command", required=True)
     fetch = sub.add_parser("fetch", help="download the gold articles and write pages.jsonl.gz")
-    fetch.add_argument("--dataset", default=default_dataset(), help="hub id or local .tsv/.csv")
+    add_settings(fetch, ModelDataSettings, "wikipedia", groups=("data",), section="options")
     fetch.add_argument("--out", required=True, help="folder for cache/ and pages.jsonl.gz")
     fetch.add_argument(
         "--delay",
@@ -45,7 +46,7 @@ def main(argv: list[str] | None = None) -> int:
         help="a MediaWiki API endpoint (default: https://<link host>/w/api.php)",
     )
     fetch.add_argument("--limit", type=int, default=None, help="only the first N questions")
-    fetch.add_argument("--quiet", action="store_true", help="no progress bar")
+    add_output_arguments(fetch, "wikipedia")
     args = parser.parse_args(argv)
     logging.basicConfig(level=logging.WARNING, format="%(levelname)s %(message)s")
     try:

@@ -38,6 +38,7 @@ from frames_dspy.base.redaction import redact_settings
 from frames_dspy.base.settings import declared_defaults
 from frames_dspy.cli import (
     CommandParser,
+    add_output_arguments,
     add_settings,
     add_verbose_argument,
     option_group,
@@ -474,9 +475,8 @@ def build_parser() -> argparse.ArgumentParser:
     )
     # Every setting CompileConfig declares (frames_dspy.base.settings), in its sections.
     add_settings(parser, CompileConfig, "compile", defaults=defaults, types={"pick": _pick})
-    run = option_group(parser, "storage, workers and limits")
-    run.add_argument("--quiet", action="store_true", help="no progress lines or bars")
-    add_verbose_argument(run)
+    add_output_arguments(parser, "compile", section="storage, workers and limits")
+    add_verbose_argument(option_group(parser, "storage, workers and limits"))
     return parser
 
 

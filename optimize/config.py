@@ -500,8 +500,9 @@ class CompileResult:
 
 
 def settings_doc() -> str:
-    """``docs/settings.md``: every option of both command lines, from the declarations
+    """``docs/settings.md``: every option of the command lines, from the declarations
     (``python -m optimize.config > docs/settings.md`` rewrites it)."""
+    from frames_dspy.results.comparison import CompareConfig
     from frames_dspy.run.evaluation import EvalConfig
 
     parts = [
@@ -513,6 +514,9 @@ def settings_doc() -> str:
         settings_markdown(EvalConfig, "evaluate"),
         "## python -m optimize.compile\n",
         settings_markdown(CompileConfig, "compile"),
+        "## python -m frames_dspy.compare\n",
+        "`python -m frames_dspy.report html RUN RUN_B` takes the same options but `--seed`.\n",
+        settings_markdown(CompareConfig, "compare"),
     ]
     return "\n".join(parts)
 

@@ -7,6 +7,7 @@ options from here, and their values become a :class:`~frames_dspy.run.session.Mo
 from __future__ import annotations
 
 import argparse
+from pathlib import Path
 
 import pytest
 
@@ -165,3 +166,32 @@ def test_both_command_lines_share_the_groups_word_for_word():
     shared = groups(shared_parser())
     assert [o for o in found_eval["models"] if o in shared["models"]] == shared["models"]
     assert found_eval["data"] == shared["data"]
+
+
+def test_the_flags_several_commands_share_are_declared_once():
+    # --condition, --bootstrap, --json, --quiet, --dataset ... come from setting() declarations
+    # (CompareConfig, CommandOutput, ModelDataSettings), never from a command's own add_argument.
+    shared = (
+        "--condition",
+        "--condition-b",
+        "--bootstrap",
+        "--allow-different-corpus",
+        "--json",
+        "--quiet",
+        "--dataset",
+        "--revision",
+    )
+    repo = Path(__file__).resolve().parents[1]
+    shells = [
+        "frames_dspy/compare.py",
+        "frames_dspy/report.py",
+        "frames_dspy/judge/__main__.py",
+        "frames_dspy/evaluate.py",
+        "frames_dspy/wikipedia.py",
+        "frames_dspy/data/__main__.py",
+        "optimize/compile.py",
+    ]
+    for shell in shells:
+        text = (repo / shell).read_text(encoding="utf-8")
+        retyped = [flag for flag in shared if f'"{flag}",' in text or f'"{flag}")' in text]
+        assert retyped == [], f"{shell} declares {retyped} itself"

@@ -39,6 +39,10 @@ ENTRY_POINTS = {
     "evaluate": "python -m frames_dspy.evaluate",
     "compile": "python -m optimize.compile",
     "validate": "python -m frames_dspy.judge validate",
+    "compare": "python -m frames_dspy.compare",
+    "report": "python -m frames_dspy.report html",
+    "data": "python -m frames_dspy.data",
+    "wikipedia": "python -m frames_dspy.wikipedia fetch",
 }
 
 #: Value kinds an option may have (frames_dspy.cli maps each to an argparse type).

@@ -8,11 +8,13 @@ import sys
 from collections.abc import Sequence
 from pathlib import Path
 
-from frames_dspy.base.paths import data_file, default_dataset
+from frames_dspy.base.paths import data_file
+from frames_dspy.cli import add_output_arguments, add_settings
 from frames_dspy.data.corpus import CorpusError, default_aliases, load_corpus
 from frames_dspy.data.download import DownloadError
 from frames_dspy.data.questions import DatasetError, load_frames, summarize
 from frames_dspy.data.snapshot import is_snapshot, parse_snapshot
+from frames_dspy.run.session import ModelDataSettings
 
 
 def _print_summary(summary: dict) -> None:
@@ -44,13 +46,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         prog="python -m frames_dspy.data",
         description="Summarise the FRAMES dataset and, with a corpus, how much of it is covered.",
     )
-    parser.add_argument(
-        "--dataset",
-        default=default_dataset(),
-        help="hub id or local .tsv/.csv (default: the CSV under $FRAMES_DATA_DIR, else the hub: "
-        "%(default)s)",
-    )
-    parser.add_argument("--revision", default=None, help="hub revision to pin (hub ids only)")
+    add_settings(parser, ModelDataSettings, "data", groups=("data",), section="options")
     parser.add_argument(
         "--corpus",
         default=None,
@@ -64,7 +60,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         help="link -> page_id TSV for redirects "
         "(default: frames_link_to_page.tsv beside the corpus)",
     )
-    parser.add_argument("--json", action="store_true", help="print one JSON object")
+    add_output_arguments(parser, "data")
     args = parser.parse_args(argv)
     try:
         examples = load_frames(args.dataset, revision=args.revision)

@@ -24,6 +24,7 @@ from typing import Any
 
 import numpy as np
 
+from frames_dspy.base.settings import setting
 from frames_dspy.results.records import QuestionRecord, RecordError
 from frames_dspy.results.run_folder import load_records
 from frames_dspy.results.stats import mcnemar_exact, paired_bootstrap_ci
@@ -73,6 +74,10 @@ class CompareError(ValueError):
     """Two run folders cannot be compared as asked; the message names them and the fix."""
 
 
+#: The command lines that pair two runs: the compare command and report.html of two runs.
+_PAIRING = ("compare", "report")
+
+
 @dataclass
 class CompareConfig:
     """What ``python -m frames_dspy.compare`` compares, and how."""
@@ -80,11 +85,43 @@ class CompareConfig:
     run_a: str
     run_b: str
     #: Condition of run A (and of run B unless ``condition_b`` is set); None: every shared one.
-    condition: str | None = None
-    condition_b: str | None = None
-    bootstrap: int = 10_000
-    seed: int = 0
-    allow_different_corpus: bool = False
+    condition: str | None = setting(
+        None,
+        group="options",
+        metavar="NAME",
+        entries=_PAIRING,
+        help="compare this condition only (of run A, and of run B unless --condition-b); "
+        "default: every condition both runs have",
+    )
+    condition_b: str | None = setting(
+        None,
+        group="options",
+        metavar="NAME",
+        entries=_PAIRING,
+        help="run B's condition to pair with --condition, e.g. program vs multistep-vanilla",
+    )
+    bootstrap: int = setting(
+        10_000,
+        kind="positive_int",
+        group="options",
+        metavar="N",
+        entries=_PAIRING,
+        help="bootstrap resamples (default %(default)s)",
+    )
+    seed: int = setting(
+        0,
+        kind="int",
+        group="options",
+        entries=("compare",),
+        help="bootstrap seed (default %(default)s)",
+    )
+    allow_different_corpus: bool = setting(
+        False,
+        kind="flag",
+        group="options",
+        entries=_PAIRING,
+        help="compare runs made on different corpora anyway (the output warns loudly)",
+    )
 
 
 @dataclass

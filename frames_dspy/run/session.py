@@ -189,9 +189,12 @@ class ModelDataSettings:
         default_factory=default_dataset,
         group="data",
         help="hub id or local .tsv/.csv (default: %(default)s)",
+        entries=("evaluate", "compile", "data", "wikipedia"),
         resume=("evaluate",),
     )
-    revision: str | None = setting(None, group="data", help="hub revision to pin")
+    revision: str | None = setting(
+        None, group="data", help="hub revision to pin", entries=("evaluate", "compile", "data")
+    )
     corpus: str | None = setting(
         None,
         group="data",
