@@ -174,7 +174,7 @@ def test_a_redirect_resolves_through_the_link_tables_title(tmp_path, snapshot_fi
 
 _KILLED_BUILD = """
 import sys, time
-from frames_dspy.retrieval.bm25 import disk_index
+from frames_dspy.retrieval import disk_index
 from frames_dspy.data.snapshot import parse_snapshot
 index_chunk = disk_index._index_chunk
 def slow(*args, **kwargs):
