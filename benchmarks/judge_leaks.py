@@ -22,7 +22,7 @@ import sys
 from collections import Counter
 from pathlib import Path
 
-from frames_dspy import paths
+from frames_dspy.base import paths
 from frames_dspy.judge.answer_forms import fold
 from frames_dspy.judge.gold_forms import word_set
 from frames_dspy.judge.labels import LabelledItem, load_labels, split_by_question
@@ -33,7 +33,7 @@ REPO = Path(__file__).resolve().parent.parent
 #: The files a leak matters in: the judge, its prompts, its tests and its benchmarks.
 SCANNED = (
     "frames_dspy/judge/*.py",
-    "frames_dspy/signatures.py",
+    "frames_dspy/programs/signatures.py",
     "tests/test_rules.py",
     "tests/test_autorater.py",
     "tests/test_judge_*.py",

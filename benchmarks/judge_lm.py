@@ -5,7 +5,7 @@ Run ``python -m benchmarks.judge_lm [--labels FILE] [--judge-model SPEC] [--out 
 run again without calling the model.
 
 Every labelled item the rules do not decide goes to the judge, built as a run builds it
-(:func:`frames_dspy.session.make_judge`), once; the judge's written TRUE/FALSE, its P(TRUE)
+(:func:`frames_dspy.run.session.make_judge`), once; the judge's written TRUE/FALSE, its P(TRUE)
 at the decision token and the seconds are kept. Then two ways of deciding are compared on
 those same replies:
 
@@ -31,7 +31,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from frames_dspy import paths
+from frames_dspy.base import paths
 from frames_dspy.judge.autorater import Autorater
 from frames_dspy.judge.labels import LabelledItem, load_labels, split_by_question
 from frames_dspy.judge.rules import decide
@@ -173,7 +173,7 @@ def main(argv: list[str] | None = None) -> None:
         records = [json.loads(line) for line in args.saved.read_text().splitlines() if line]
     else:
         from frames_dspy.lm.cache import use_cache
-        from frames_dspy.session import ModelDataSettings, make_judge
+        from frames_dspy.run.session import ModelDataSettings, make_judge
 
         use_cache("off")  # every reply is the model's own, timed
         _, autorater = make_judge(ModelDataSettings(model=args.judge_model))

@@ -26,7 +26,7 @@ from typing import Any
 
 from tabulate import tabulate
 
-from frames_dspy import paths
+from frames_dspy.base import paths
 from frames_dspy.judge.labels import (
     SPLIT_SEED,
     RulesReport,

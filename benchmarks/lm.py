@@ -30,7 +30,8 @@ from dataclasses import asdict, dataclass
 from importlib.metadata import version
 from typing import Any
 
-from frames_dspy.lm import FramesLM, LlamaCppEngine, count_tokens, llama_engine, make_lm
+from frames_dspy.lm import FramesLM, LlamaCppEngine, count_tokens, make_lm
+from frames_dspy.lm.engine import llama_engine
 
 logger = logging.getLogger("benchmarks.lm")
 

@@ -14,7 +14,7 @@ condition to the next, so a change in machine load hits all alike:
 * ``now``: the engine's defaults (prompt-lookup drafts, saved prompt states, no flash
   attention).
 
-Every set-up reuses cached prompt prefixes exactly (:mod:`frames_dspy.lm.prompt_cache`; there
+Every set-up reuses cached prompt prefixes exactly (:mod:`frames_dspy.lm.engine.prompt_cache`; there
 is no switch for it): a reused prefix ends at a multiple of 32 tokens, so ``plain`` reads up
 to 31 tokens a call more than the engine issue 20 measured.
 
@@ -34,10 +34,11 @@ import time
 from pathlib import Path
 from typing import Any
 
-from frames_dspy.evaluation import EvalConfig, run_evaluation
-from frames_dspy.lm import llama_engine, make_lm
+from frames_dspy.lm import make_lm
+from frames_dspy.lm.engine import llama_engine
 from frames_dspy.programs import CONDITIONS
-from frames_dspy.run_folder import load_records
+from frames_dspy.results.run_folder import load_records
+from frames_dspy.run.evaluation import EvalConfig, run_evaluation
 
 SETUPS = {
     "plain": {"flash_attn": False, "lookup_decoding": False, "prefix_states_mb": 0},

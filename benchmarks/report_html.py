@@ -29,14 +29,14 @@ from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
-from frames_dspy.data import dataset_fingerprint, load_frames
-from frames_dspy.evaluation import EvalConfig
-from frames_dspy.paths import HUB_DATASET, default_dataset
+from frames_dspy.base.paths import HUB_DATASET, default_dataset
+from frames_dspy.data.questions import dataset_fingerprint, load_frames
 from frames_dspy.programs import CONDITIONS
-from frames_dspy.records import SCHEMA_VERSION, QuestionRecord
-from frames_dspy.report import write_reports
-from frames_dspy.report.html_report import write_html_report
-from frames_dspy.run_folder import RunFolder, environment_record
+from frames_dspy.results.html_report import write_html_report
+from frames_dspy.results.records import SCHEMA_VERSION, QuestionRecord
+from frames_dspy.results.report import write_reports
+from frames_dspy.results.run_folder import RunFolder, environment_record
+from frames_dspy.run.evaluation import EvalConfig
 
 HOW_TO_GET_CHROMIUM = (
     "needs Debian's headless browser and its driver: `apt-get install chromium "

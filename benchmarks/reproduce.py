@@ -12,9 +12,10 @@ An experiment is a folder with ``experiment.json``:
 - ``figures``: each reported number, where it comes from and its expected value.
   A run figure names ``run`` (a folder under ``{runs}``), ``condition`` and ``metric``, one of
   :data:`RUN_METRICS`, computed from ``predictions.jsonl`` as the run's table computes it
-  (:func:`frames_dspy.summary.summarize`). A paired figure names ``compare`` (``a``, ``b``,
+  (:func:`frames_dspy.results.summary.summarize`). A paired figure names ``compare`` (``a``, ``b``,
   ``condition``, ``condition_b``) and ``metric``, a field of
-  :class:`frames_dspy.comparison.PairComparison`, with ``index`` for an interval's end; it is
+  :class:`frames_dspy.results.comparison.PairComparison`, with ``index`` for an interval's end;
+  it is
   computed as ``python -m frames_dspy.compare`` computes it (same bootstrap seed and size);
 - ``tolerance``: how far a re-run figure may land from the expected one (per figure, else the
   experiment's). Re-scoring the same records must match to :data:`RESCORE_TOLERANCE` (the
@@ -41,10 +42,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from frames_dspy.comparison import CompareConfig, CompareError, compare_runs
-from frames_dspy.files import atomic_write_text
-from frames_dspy.run_folder import load_records
-from frames_dspy.summary import summarize
+from frames_dspy.base.files import atomic_write_text
+from frames_dspy.results.comparison import CompareConfig, CompareError, compare_runs
+from frames_dspy.results.run_folder import load_records
+from frames_dspy.results.summary import summarize
 
 __all__ = ["RUN_METRICS", "RESCORE_TOLERANCE", "Figure", "load_experiment", "score", "main"]
 

@@ -37,10 +37,10 @@ from importlib.metadata import version
 from pathlib import Path
 from typing import Any
 
-from frames_dspy import paths
-from frames_dspy.corpus import Article, ArticleStore, load_corpus
-from frames_dspy.links import extract_links
-from frames_dspy.retrieval import BACKENDS, Hit, build_retriever
+from frames_dspy.base import paths
+from frames_dspy.data.corpus import Article, ArticleStore, load_corpus
+from frames_dspy.data.links import extract_links
+from frames_dspy.retrieval.bm25 import BACKENDS, Hit, build_retriever
 
 logger = logging.getLogger("benchmarks.retrieval")
 
@@ -242,7 +242,7 @@ print(json.dumps({"load_s": load_s, "qps": len(ids) / query_s, "rss_before_load_
 
 def probe_fresh_process(folder: Path, questions: list[str], *, mmap: bool) -> dict[str, Any]:
     """Load a saved bm25s index in a new Python process and report its time and memory."""
-    from frames_dspy.retrieval import tokenize
+    from frames_dspy.retrieval.bm25 import tokenize
 
     with tempfile.NamedTemporaryFile("w", suffix=".json", delete=False) as handle:
         json.dump(tokenize(questions), handle)

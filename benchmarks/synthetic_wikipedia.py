@@ -34,7 +34,7 @@ from pathlib import Path
 
 import numpy as np
 
-from frames_dspy import paths
+from frames_dspy.base import paths
 
 __all__ = ["generate"]
 

@@ -10,7 +10,8 @@ a fresh process so memory is that work's own:
   p50 and p99 latency, peak resident memory (index opened and every question asked), and the
   gold articles' recall@2/4/10 with the question as the query.
 
-Engines: ``tantivy`` (the project's on-disk index, :mod:`frames_dspy.disk_index`), ``bm25s`` (the
+Engines: ``tantivy`` (the project's on-disk index, :mod:`frames_dspy.retrieval.disk_index`),
+``bm25s`` (the
 in-memory index the FRAMES corpus uses, the store's texts in memory as it runs today) and
 ``bm25s-mmap`` (the same index saved and reopened with ``mmap=True``); bm25s only up to
 ``--bm25s-max`` articles. ``--agreement`` first compares tantivy with today's bm25s on the FRAMES
@@ -37,9 +38,9 @@ from typing import Any
 import numpy as np
 
 from benchmarks.retrieval import RECALL_AT, load_questions, peak_mb
-from frames_dspy import paths
-from frames_dspy.corpus import Article, ArticleStore, load_corpus
-from frames_dspy.retrieval import build_retriever
+from frames_dspy.base import paths
+from frames_dspy.data.corpus import Article, ArticleStore, load_corpus
+from frames_dspy.retrieval.bm25 import build_retriever
 
 SNAPSHOT_ARTICLES = 6_407_814
 ENGINES = ("tantivy", "bm25s", "bm25s-mmap")
@@ -63,8 +64,8 @@ def _parquet_store(corpus: Path) -> ArticleStore:
 def _open(engine: str, corpus: Path, index_dir: Path):
     """The store and retriever of one engine (built if the folder holds no index yet)."""
     if engine == "tantivy":
-        from frames_dspy.disk_index import SnapshotRetriever, open_snapshot
-        from frames_dspy.snapshot import parse_snapshot
+        from frames_dspy.data.snapshot import parse_snapshot
+        from frames_dspy.retrieval.disk_index import SnapshotRetriever, open_snapshot
 
         store = open_snapshot(parse_snapshot(str(corpus)), index_dir=index_dir)
         return store, SnapshotRetriever(store)

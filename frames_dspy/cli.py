@@ -1,7 +1,7 @@
 """What the command lines share: argument types and the model and data option groups.
 
 ``python -m frames_dspy.evaluate`` and ``python -m optimize.compile`` take the same model and
-data options (their values land in :class:`frames_dspy.session.ModelDataSettings`); both add
+data options (their values land in :class:`frames_dspy.run.session.ModelDataSettings`); both add
 them from here so a flag means one thing everywhere.
 """
 
@@ -13,12 +13,13 @@ import logging
 import sys
 import traceback
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from typing import Any
 
+from frames_dspy.base.redaction import RedactingFilter, redact_text
+from frames_dspy.base.settings import options, setting
 from frames_dspy.programs import condition_names
-from frames_dspy.redaction import RedactingFilter, redact_text
-from frames_dspy.session import ModelDataSettings
-from frames_dspy.settings import options
+from frames_dspy.run.session import ModelDataSettings
 
 __all__ = [
     "CommandParser",
@@ -220,15 +221,17 @@ def add_settings(
     groups: Sequence[str] | None = None,
     skip: Sequence[str] = (),
     types: dict[str, Callable[[str], Any]] | None = None,
+    section: str | None = None,
 ) -> None:
     """Add the options ``entry`` takes of ``config_type``'s declared settings
-    (:func:`frames_dspy.settings.setting`), each under its group's section.
+    (:func:`frames_dspy.base.settings.setting`), each under its group's section.
 
     Args:
         defaults: The values shown and used as defaults (default: the declared ones).
         groups: Only the settings of these groups (default: all).
         skip: Field names not to add.
         types: Parsers of the value kinds only this entry point knows (e.g. ``pick``).
+        section: The ``--help`` section for all of them (default: each one's group).
     """
     for name, option, default in options(config_type, entry):
         if name in skip or (groups is not None and option.group not in groups):
@@ -259,13 +262,40 @@ def add_settings(
                 kwargs["choices"] = list(option.choices)
             if option.metavar is not None:
                 kwargs["metavar"] = option.metavar
-        option_group(parser, option.group).add_argument(option.flag, **kwargs)
+        option_group(parser, section or option.group).add_argument(option.flag, **kwargs)
+
+
+@dataclass
+class CommandOutput:
+    """How a command line prints: the output flags several commands share, declared once."""
+
+    json: bool = setting(
+        False,
+        kind="flag",
+        group="options",
+        entries=("compare", "data", "validate"),
+        help="print one JSON object instead",
+    )
+    quiet: bool = setting(
+        False,
+        kind="flag",
+        group="options",
+        entries=("evaluate", "compile", "validate", "wikipedia"),
+        help="no progress bars or lines on stderr",
+    )
+
+
+def add_output_arguments(
+    parser: argparse.ArgumentParser, entry: str, *, section: str | None = None
+) -> None:
+    """The :class:`CommandOutput` flags ``entry`` takes (``--json``, ``--quiet``)."""
+    add_settings(parser, CommandOutput, entry, section=section)
 
 
 def add_model_arguments(parser: argparse.ArgumentParser, defaults: Any) -> None:
     """``--model``, ``--api-base``, the judge's options, ``--temperature``, ``--max-tokens``,
     and the MLflow options of :func:`add_tracking_arguments` (declared in
-    :class:`frames_dspy.session.ModelDataSettings`)."""
+    :class:`frames_dspy.run.session.ModelDataSettings`)."""
     add_settings(parser, ModelDataSettings, "validate", defaults=defaults, groups=("models",))
     # Every command that runs models can log them to MLflow.
     add_tracking_arguments(parser, defaults)

@@ -1,6 +1,6 @@
 """``python -m frames_dspy.compare``: is run B really better than run A, or is it noise?
 
-Pairs two run folders question by question (see :mod:`frames_dspy.comparison`) and prints,
+Pairs two run folders question by question (see :mod:`frames_dspy.results.comparison`) and prints,
 per condition pair, accuracy and recall differences with paired bootstrap 95% intervals, an
 exact McNemar test and the questions that flipped each way; ``--json`` prints the same data.
 """
@@ -13,8 +13,8 @@ import sys
 from collections.abc import Sequence
 from typing import Any
 
-from frames_dspy.cli import positive_int, start_command
-from frames_dspy.comparison import (
+from frames_dspy.cli import add_output_arguments, add_settings, start_command
+from frames_dspy.results.comparison import (
     SMALL_N,
     CompareConfig,
     CompareError,
@@ -195,7 +195,6 @@ examples:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    defaults = CompareConfig(run_a="", run_b="")
     parser = argparse.ArgumentParser(
         prog="python -m frames_dspy.compare",
         formatter_class=argparse.RawDescriptionHelpFormatter,
@@ -204,35 +203,8 @@ def build_parser() -> argparse.ArgumentParser:
     )
     parser.add_argument("run_a", metavar="RUN_A", help="the baseline run folder (A)")
     parser.add_argument("run_b", metavar="RUN_B", help="the run folder to compare with it (B)")
-    parser.add_argument(
-        "--condition",
-        metavar="NAME",
-        default=None,
-        help="compare this condition only (of RUN_A, and of RUN_B unless --condition-b); "
-        "default: every condition both runs have",
-    )
-    parser.add_argument(
-        "--condition-b",
-        metavar="NAME",
-        default=None,
-        help="RUN_B's condition to pair with --condition, e.g. program vs multistep-vanilla",
-    )
-    parser.add_argument("--json", action="store_true", help="print one JSON object instead")
-    parser.add_argument(
-        "--bootstrap",
-        type=positive_int("--bootstrap"),
-        default=defaults.bootstrap,
-        metavar="N",
-        help="bootstrap resamples (default %(default)s)",
-    )
-    parser.add_argument(
-        "--seed", type=int, default=defaults.seed, help="bootstrap seed (default %(default)s)"
-    )
-    parser.add_argument(
-        "--allow-different-corpus",
-        action="store_true",
-        help="compare runs made on different corpora anyway (the output warns loudly)",
-    )
+    add_settings(parser, CompareConfig, "compare")
+    add_output_arguments(parser, "compare")
     return parser
 
 

@@ -4,7 +4,7 @@ A run folder holds ``config.json`` (every knob, seeds, data and corpus hashes, p
 versions, model specs, each condition's program spec), ``predictions.jsonl`` (one line per
 question x condition, appended as each finishes, so a killed run resumes where it stopped),
 ``summary.json``, ``table.md`` (the paper's Table 3 shape), per-reasoning-type and
-per-article-count tables, and plots. The work is done by :mod:`frames_dspy.evaluation`.
+per-article-count tables, and plots. The work is done by :mod:`frames_dspy.run.evaluation`.
 """
 
 from __future__ import annotations
@@ -17,24 +17,25 @@ from collections.abc import Sequence
 from datetime import datetime
 from pathlib import Path
 
-from frames_dspy import report
+from frames_dspy.base.locks import FolderInUse
 from frames_dspy.cli import (
     CommandParser,
+    add_output_arguments,
     add_settings,
     add_verbose_argument,
     option_group,
     report_error,
     start_command,
 )
-from frames_dspy.corpus import CorpusError
-from frames_dspy.data import DatasetError
-from frames_dspy.download import DownloadError
-from frames_dspy.evaluation import EvalConfig, run_evaluation
+from frames_dspy.data.corpus import CorpusError
+from frames_dspy.data.download import DownloadError
+from frames_dspy.data.questions import DatasetError
 from frames_dspy.lm import LMSetupError
-from frames_dspy.locks import FolderInUse
 from frames_dspy.programs import CONDITIONS
-from frames_dspy.run_folder import WRITE_ERRNOS, FolderWriteError, write_error
-from frames_dspy.runner import RunAborted
+from frames_dspy.results import report
+from frames_dspy.results.run_folder import WRITE_ERRNOS, FolderWriteError, write_error
+from frames_dspy.run.evaluation import EvalConfig, run_evaluation
+from frames_dspy.run.runner import RunAborted
 
 __all__ = ["EvalConfig", "run_evaluation", "build_parser", "main"]
 
@@ -80,13 +81,12 @@ def build_parser() -> argparse.ArgumentParser:
             "command resumes."
         ),
     )
-    # Every setting EvalConfig declares (frames_dspy.settings), in its sections; the
+    # Every setting EvalConfig declares (frames_dspy.base.settings), in its sections; the
     # shared model and data settings come first, as ModelDataSettings declares them.
     parser.add_argument_group("what to run")
     add_settings(parser, EvalConfig, "evaluate", defaults=defaults)
-    run = option_group(parser, "run")
-    run.add_argument("--quiet", action="store_true", help="no progress bars")
-    add_verbose_argument(run)
+    add_output_arguments(parser, "evaluate", section="run")
+    add_verbose_argument(option_group(parser, "run"))
     return parser
 
 

@@ -32,34 +32,35 @@ import dspy
 import optuna
 from optuna.trial import FrozenTrial
 
-from frames_dspy.accounting import CallBudget, attached_callbacks
+from frames_dspy.base.files import atomic_write_json
+from frames_dspy.base.locks import FolderInUse, lock_folder
+from frames_dspy.base.redaction import redact_settings
+from frames_dspy.base.settings import declared_defaults
 from frames_dspy.cli import (
     CommandParser,
+    add_output_arguments,
     add_settings,
     add_verbose_argument,
     option_group,
     report_error,
     start_command,
 )
-from frames_dspy.corpus import ArticleStore, CorpusError
-from frames_dspy.data import DatasetError, load_frames, split_frames
-from frames_dspy.download import DownloadError
-from frames_dspy.files import atomic_write_json
+from frames_dspy.data.corpus import ArticleStore, CorpusError
+from frames_dspy.data.download import DownloadError
+from frames_dspy.data.questions import DatasetError, load_frames, split_frames
 from frames_dspy.lm import LMSetupError
-from frames_dspy.locks import FolderInUse, lock_folder
-from frames_dspy.records import SCHEMA_VERSION
-from frames_dspy.redaction import redact_settings
-from frames_dspy.run_folder import (
+from frames_dspy.lm.accounting import CallBudget, attached_callbacks
+from frames_dspy.results.records import SCHEMA_VERSION
+from frames_dspy.results.run_folder import (
     WRITE_ERRNOS,
     FolderWriteError,
     RunFolder,
     check_out,
     write_error,
 )
-from frames_dspy.runner import RunAborted
-from frames_dspy.session import open_session
-from frames_dspy.settings import declared_defaults
-from frames_dspy.tracking import log_study
+from frames_dspy.run.runner import RunAborted
+from frames_dspy.run.session import Session, open_session
+from frames_dspy.run.tracking import log_study
 from optimize.config import (
     COMPILE_EXAMPLES,
     STUDY_KEYS,
@@ -107,8 +108,8 @@ def run_compile(
     not given is built from ``config``. ``progress`` receives the cost estimate and one line
     per finished trial (the CLI prints them); without it they go to the log.
 
-    One main command holds the output folder (:func:`frames_dspy.locks.lock_folder`): a
-    second one is refused with :class:`~frames_dspy.locks.FolderInUse`; ``workers_only``
+    One main command holds the output folder (:func:`frames_dspy.base.locks.lock_folder`): a
+    second one is refused with :class:`~frames_dspy.base.locks.FolderInUse`; ``workers_only``
     processes share the folder and its study, each recording only its own trials.
 
     Raises:
@@ -158,13 +159,74 @@ def _compile(
     retriever,
     progress: Callable[[str], None] | None,
 ) -> CompileResult:
-    """:func:`run_compile` once the output folder is held (or shared, by a worker)."""
+    """:func:`run_compile` once the output folder is held (or shared, by a worker).
+
+    The phases, top to bottom: split the questions, open the session (LMs, judge, corpus),
+    open the study, announce its cost, record the settings, run the trials, then (the main
+    command only) pick, compile and test the program and record the outcome.
+    """
     say = progress or (lambda line: logger.info("%s", line))
     rule = parse_pick(config.pick)
     space = config.search_space()
     out = Path(config.out)
     storage_url = config.storage or f"sqlite:///{(out / 'study.db').resolve()}"
 
+    examples, splits, test = _split(config, examples)
+    session = _open_session(config, examples, lm, judge_lm, store, retriever, progress)
+    config = _session_settings(session, out)
+    opt = config.optimizer_settings(embedded=session.model.embedded)
+    teacher_lm = teacher_lm or config.make_teacher()
+    provenance = session.provenance(examples)
+    study, sampler_seed = _open_the_study(config, storage_url, space, provenance, opt)
+    new_trials = max(0, config.trials - count_active(study))
+    estimate = _announce(config, study, storage_url, space, splits, test, opt, new_trials, say)
+    record = _study_record(
+        config,
+        storage_url,
+        space,
+        provenance,
+        teacher_lm,
+        sampler_seed,
+        splits,
+        test,
+        opt,
+        estimate,
+    )
+    if not config.workers_only:
+        atomic_write_json(out / "config.json", redact_settings(record))
+
+    run = CompileRun(
+        config=config,
+        session=session,
+        examples=examples,
+        splits=splits,
+        opt=opt,
+        rule=rule,
+        budget=CallBudget(config.max_lm_calls),
+        sink=RunFolder(out / "dev_runs"),
+        say=say,
+        bars=progress is not None,
+        teacher_lm=teacher_lm,
+    )
+    final, stopped = _run_trials(run, study, _objective(run, space), new_trials, record)
+    if final is not None:
+        _record_final(run, study, record, final, storage_url)
+    return CompileResult(
+        out=out,
+        study_name=config.study_name,
+        storage=redact(storage_url),
+        complete_trials=len(complete_trials(study)),
+        lm_calls=run.budget.calls,
+        chosen=final.chosen if final else None,
+        test=final.test if final else None,
+        stopped=final.stopped if final else stopped,
+        command=final.command if final else None,
+        config=config,
+    )
+
+
+def _split(config: CompileConfig, examples: list[dspy.Example] | None):
+    """The questions, their seeded train/dev/test splits, and the test questions scored."""
     if examples is None:
         examples = load_frames(config.dataset, revision=config.revision)
     splits = split_frames(examples, train=config.train, dev=config.dev, seed=config.seed)
@@ -173,7 +235,12 @@ def _compile(
         raise ValueError(
             "the test split is empty: lower --train/--dev so some questions remain for the test"
         )
-    session = open_session(
+    return examples, splits, test
+
+
+def _open_session(config, examples, lm, judge_lm, store, retriever, progress) -> Session:
+    """The LMs, judge, corpus and retriever of the study (those not injected built)."""
+    return open_session(
         config,
         store_needed=True,
         retriever_needed=True,
@@ -185,6 +252,10 @@ def _compile(
         examples=examples,
         say=progress,
     )
+
+
+def _session_settings(session, out: Path) -> CompileConfig:
+    """The settings as the session resolved them (threads filled in), warning on self-judging."""
     config = session.settings
     config.out = str(out)
     if config.threads is None:
@@ -194,10 +265,11 @@ def _compile(
             "SELF-JUDGING: the autorater's LM judge is the model under test, which tends to "
             "inflate trial scores; pass --judge-model for numbers to compare"
         )
-    opt = config.optimizer_settings(embedded=session.model.embedded)
-    teacher_lm = teacher_lm or config.make_teacher()
+    return config
 
-    provenance = session.provenance(examples)
+
+def _open_the_study(config: CompileConfig, storage_url: str, space, provenance: dict, opt):
+    """The Optuna study (created, or resumed if its settings match) and its sampler's seed."""
     # Stored with the study (and compared when it resumes) without credentials.
     settings = redact_settings({key: getattr(config, key) for key in STUDY_KEYS})
     settings.update(
@@ -216,8 +288,11 @@ def _compile(
         defaults=declared_defaults(CompileConfig),
     )
     reap_dead_local_trials(study)
-    new_trials = max(0, config.trials - count_active(study))
+    return study, sampler_seed
 
+
+def _announce(config, study, storage_url, space, splits, test, opt, new_trials, say):
+    """Estimate the study's cost and say it, with the trials to run and the splits."""
     estimate = estimate_cost(
         space=space,
         trials=new_trials,
@@ -238,8 +313,14 @@ def _compile(
     )
     for line in estimate.lines():
         say(line)
+    return estimate
 
-    record: dict[str, Any] = {
+
+def _study_record(
+    config, storage_url, space, provenance, teacher_lm, sampler_seed, splits, test, opt, estimate
+) -> dict[str, Any]:
+    """``config.json`` as the study starts: settings, models, seeds, splits, the estimate."""
+    return {
         "status": "running",
         "record_schema": SCHEMA_VERSION,  # of dev_runs/predictions.jsonl
         "settings": {**asdict(config), "storage": redact(storage_url)},
@@ -269,24 +350,12 @@ def _compile(
             "phases": [asdict(p) for p in estimate.phases],
         },
     }
-    if not config.workers_only:
-        atomic_write_json(out / "config.json", redact_settings(record))
 
-    run = CompileRun(
-        config=config,
-        session=session,
-        examples=examples,
-        splits=splits,
-        opt=opt,
-        rule=rule,
-        budget=CallBudget(config.max_lm_calls),
-        sink=RunFolder(out / "dev_runs"),
-        say=say,
-        bars=progress is not None,
-        teacher_lm=teacher_lm,
-    )
-    budget = run.budget
-    objective = Objective(
+
+def _objective(run: CompileRun, space) -> Objective:
+    """The Optuna objective: a trial's program scored on the dev split."""
+    config, session, splits = run.config, run.session, run.splits
+    return Objective(
         space=space,
         dev=splits.dev,
         train=splits.train,
@@ -295,7 +364,7 @@ def _compile(
         store=session.store,
         retriever=session.retriever,
         context_tokens=config.context_tokens,
-        budget=budget,
+        budget=run.budget,
         target=config.trials,
         include_question=config.include_question,
         cot=config.cot,
@@ -305,8 +374,17 @@ def _compile(
         objective=config.objective,
     )
 
+
+def _run_trials(run: CompileRun, study, objective: Objective, new_trials: int, record: dict):
+    """The trials, then (the main command) the final stage; returns it and why trials stopped.
+
+    Every LM call is metered against the call budget; with no complete trial to pick from,
+    ``config.json`` says so before :class:`NoCompleteTrials` propagates.
+    """
+    config, session, budget, teacher_lm = run.config, run.session, run.budget, run.teacher_lm
+
     def after_trial(study: optuna.Study, trial: FrozenTrial) -> None:
-        say(trial_line(trial))
+        run.say(trial_line(trial))
         if budget.exhausted or count_active(study) >= config.trials:
             study.stop()
 
@@ -329,42 +407,33 @@ def _compile(
         elif count_active(study) < config.trials and new_trials > 0:
             stopped = f"--timeout {config.timeout:g} s reached"
         if config.workers_only:
-            final = None
-        else:
-            try:
-                final = final_stage(run, study, stopped=stopped)
-            except NoCompleteTrials:
-                record.update(status="no complete trial", stopped=stopped, lm_calls=budget.calls)
-                atomic_write_json(out / "config.json", redact_settings(record))
-                raise
-    if final is not None:
-        record.update(
-            status="stopped" if final.stopped else "done",
-            stopped=final.stopped,
-            settings={**asdict(config), "storage": redact(storage_url)},
-            chosen=final.chosen,
-            study=final.study,
-            test=final.test,
-            lm_calls=budget.calls,
-            lm_calls_by_phase=final.phases,
-            reproduce=final.command,
-            finished=datetime.now(UTC).isoformat(timespec="seconds"),
-        )
-        atomic_write_json(out / "config.json", redact_settings(record))
-        if config.mlflow:
-            log_study(study.trials, out, config, chosen=final.chosen["trial"])
-    return CompileResult(
-        out=out,
-        study_name=config.study_name,
-        storage=redact(storage_url),
-        complete_trials=len(complete_trials(study)),
-        lm_calls=budget.calls,
-        chosen=final.chosen if final else None,
-        test=final.test if final else None,
-        stopped=final.stopped if final else stopped,
-        command=final.command if final else None,
-        config=config,
+            return None, stopped
+        try:
+            return final_stage(run, study, stopped=stopped), stopped
+        except NoCompleteTrials:
+            record.update(status="no complete trial", stopped=stopped, lm_calls=budget.calls)
+            atomic_write_json(Path(config.out) / "config.json", redact_settings(record))
+            raise
+
+
+def _record_final(run: CompileRun, study, record: dict, final, storage_url: str) -> None:
+    """``config.json`` completed with the pick, the test score and the reproduce command."""
+    config = run.config
+    record.update(
+        status="stopped" if final.stopped else "done",
+        stopped=final.stopped,
+        settings={**asdict(config), "storage": redact(storage_url)},
+        chosen=final.chosen,
+        study=final.study,
+        test=final.test,
+        lm_calls=run.budget.calls,
+        lm_calls_by_phase=final.phases,
+        reproduce=final.command,
+        finished=datetime.now(UTC).isoformat(timespec="seconds"),
     )
+    atomic_write_json(Path(config.out) / "config.json", redact_settings(record))
+    if config.mlflow:
+        log_study(study.trials, Path(config.out), config, chosen=final.chosen["trial"])
 
 
 # --- the command line ---------------------------------------------------------------------------
@@ -404,11 +473,10 @@ def build_parser() -> argparse.ArgumentParser:
         ),
         epilog=COMPILE_EXAMPLES,
     )
-    # Every setting CompileConfig declares (frames_dspy.settings), in its sections.
+    # Every setting CompileConfig declares (frames_dspy.base.settings), in its sections.
     add_settings(parser, CompileConfig, "compile", defaults=defaults, types={"pick": _pick})
-    run = option_group(parser, "storage, workers and limits")
-    run.add_argument("--quiet", action="store_true", help="no progress lines or bars")
-    add_verbose_argument(run)
+    add_output_arguments(parser, "compile", section="storage, workers and limits")
+    add_verbose_argument(option_group(parser, "storage, workers and limits"))
     return parser
 
 

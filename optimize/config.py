@@ -8,9 +8,9 @@ from typing import Any
 
 import dspy
 
+from frames_dspy.base.settings import resume_keys, setting, settings_markdown
 from frames_dspy.lm import API_THREADS, THREADS_DEFAULT, default_threads, make_lm
-from frames_dspy.session import ModelDataSettings
-from frames_dspy.settings import resume_keys, setting, settings_markdown
+from frames_dspy.run.session import ModelDataSettings
 from optimize.optimizers import OPTIMIZER_HELP, OPTIMIZERS, OptimizerSettings
 from optimize.pareto import parse_pick
 from optimize.study import OBJECTIVES, PAPER_PROMPTS, PROMPTS, SearchSpace
@@ -500,19 +500,23 @@ class CompileResult:
 
 
 def settings_doc() -> str:
-    """``docs/settings.md``: every option of both command lines, from the declarations
+    """``docs/settings.md``: every option of the command lines, from the declarations
     (``python -m optimize.config > docs/settings.md`` rewrites it)."""
-    from frames_dspy.evaluation import EvalConfig
+    from frames_dspy.results.comparison import CompareConfig
+    from frames_dspy.run.evaluation import EvalConfig
 
     parts = [
         "# Settings\n",
-        "Generated from the declarations (`frames_dspy.settings`): do not edit by hand; run "
+        "Generated from the declarations (`frames_dspy.base.settings`): do not edit by hand; run "
         "`python -m optimize.config > docs/settings.md`. Each row is one setting, declared "
         "once with its type, default and help; `config.json` records every one of them.\n",
         "## python -m frames_dspy.evaluate\n",
         settings_markdown(EvalConfig, "evaluate"),
         "## python -m optimize.compile\n",
         settings_markdown(CompileConfig, "compile"),
+        "## python -m frames_dspy.compare\n",
+        "`python -m frames_dspy.report html RUN RUN_B` takes the same options but `--seed`.\n",
+        settings_markdown(CompareConfig, "compare"),
     ]
     return "\n".join(parts)
 

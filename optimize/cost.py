@@ -12,7 +12,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from statistics import mean
 
-from frames_dspy.cost import (
+from frames_dspy.run.cost import (
     ASSUMPTIONS,
     JUDGE_OUTPUT,
     JUDGE_PROMPT,

@@ -23,17 +23,17 @@ import dspy
 import optuna
 from optuna.trial import FrozenTrial, TrialState
 
-from frames_dspy.accounting import CallBudget
-from frames_dspy.data import Splits
-from frames_dspy.evaluation import EvalConfig, run_evaluation
-from frames_dspy.files import atomic_write_json, sha256_file
+from frames_dspy.base.files import atomic_write_json, sha256_file
+from frames_dspy.base.redaction import redact_text
+from frames_dspy.base.settings import command_args
+from frames_dspy.data.questions import Splits
+from frames_dspy.lm.accounting import CallBudget
 from frames_dspy.programs import build_program, save_program
-from frames_dspy.records import QuestionRecord
-from frames_dspy.redaction import redact_text
-from frames_dspy.run_folder import RunFolder
-from frames_dspy.session import Session
-from frames_dspy.settings import command_args
-from frames_dspy.stats import paired_bootstrap_ci
+from frames_dspy.results.records import QuestionRecord
+from frames_dspy.results.run_folder import RunFolder
+from frames_dspy.results.stats import paired_bootstrap_ci
+from frames_dspy.run.evaluation import EvalConfig, run_evaluation
+from frames_dspy.run.session import Session
 from optimize.config import CompileConfig, NoCompleteTrials
 from optimize.optimizers import OptimizerSettings, compile_program
 from optimize.pareto import (
@@ -192,7 +192,7 @@ _ALWAYS_NAMED = (
 
 def reproduce_command(config: CompileConfig, out: Path) -> str:
     """The ``frames_dspy.evaluate`` command that re-scores ``OUT/program.json`` on test,
-    generated from evaluate's setting declarations (:mod:`frames_dspy.settings`)."""
+    generated from evaluate's setting declarations (:mod:`frames_dspy.base.settings`)."""
     rerun = final_test_config(config, out / "program.json", out / "test_rerun")
     args = command_args(
         rerun, "evaluate", defaults=EvalConfig(), skip=_NOT_REPRODUCED, always=_ALWAYS_NAMED
@@ -222,7 +222,7 @@ def paired_dev_check(
 
     Returns:
         ``n`` paired questions, the mean difference ``after - before`` and its paired
-        bootstrap 95% interval (:func:`frames_dspy.stats.paired_bootstrap_ci`, seed 0); None
+        bootstrap 95% interval (:func:`frames_dspy.results.stats.paired_bootstrap_ci`, seed 0); None
         when the two runs share no question (e.g. the trial ran in another worker's folder).
     """
     n = max(len(before), len(after), 1)
@@ -285,11 +285,30 @@ def final_stage(run: CompileRun, study: optuna.Study, *, stopped: str | None) ->
     Raises:
         NoCompleteTrials: the study holds no complete trial.
     """
-    config, budget, say = run.config, run.budget, run.say
-    rule, opt, splits = run.rule, run.opt, run.splits
+    phases = {"study": run.budget.calls}
+    trials, front, chosen = _pick_from_front(run, study, stopped)
+    program, compiled_info, stopped = _compile_chosen(run, chosen, phases, stopped)
+    chosen_info, program_path = _save_chosen(run, program, chosen, front, compiled_info)
+    command = reproduce_command(run.config, Path(run.config.out))
+    test, stopped = _score_on_test(run, program_path, command, phases, stopped)
+    return FinalStage(
+        chosen=chosen_info,
+        command=command,
+        test=test,
+        stopped=stopped,
+        phases=phases,
+        study={
+            "complete_trials": len(trials),
+            "all_trials": len(study.trials),
+            "pareto_trials": [t.number for t in front],
+        },
+    )
+
+
+def _pick_from_front(run: CompileRun, study: optuna.Study, stopped: str | None):
+    """``trials.csv``, the Pareto front, the pick, ``pareto.md`` and the plot."""
+    config, rule, say = run.config, run.rule, run.say
     out = Path(config.out)
-    phases = {"study": budget.calls}
-    test = None
     trials_frame(study).to_csv(out / "trials.csv", index=False)
     trials = complete_trials(study)
     if not trials:
@@ -315,7 +334,12 @@ def final_stage(run: CompileRun, study: optuna.Study, *, stopped: str | None) ->
     )
     say(f"Pareto front: {len(front)} of {len(trials)} complete trials (see pareto.md)")
     say(f"chosen ({rule}): {trial_line(chosen)}")
+    return trials, front, chosen
 
+
+def _compile_chosen(run: CompileRun, chosen, phases: dict, stopped: str | None):
+    """The chosen trial's program, its prompts compiled (from the trial, or now) if asked."""
+    config, opt, budget = run.config, run.opt, run.budget
     spec = trial_spec(
         chosen.params,
         include_question=config.include_question,
@@ -332,63 +356,73 @@ def final_stage(run: CompileRun, study: optuna.Study, *, stopped: str | None) ->
             compiled_info["compiled"] = "skipped: --max-lm-calls reached"
             stopped = stopped or f"--max-lm-calls {config.max_lm_calls} reached"
         else:
-            say(
-                f"compiling the chosen program with {opt.name} on {len(splits.train)} train "
-                "questions ..."
-            )
-            started = time.perf_counter()
-            compiled = run.compile(program, splits.train)
-            score = run.score(compiled, splits.dev, label=f"compiled-{opt.name}")
-            after = score.value(metric) if score.complete else None
-            compiled_info.update(
-                seconds=round(time.perf_counter() - started, 1),
-                objective=metric,
-                dev_objective_before=chosen.values[0],
-                dev_objective_after=after,
-                dev_accuracy_before=chosen.user_attrs.get("accuracy"),
-                dev_accuracy_after=score.accuracy if score.complete else None,
-                dev_recall_before=chosen.user_attrs.get("recall"),
-                dev_recall_after=score.recall if score.complete else None,
-                dev_tokens_per_q_after=round(score.tokens_per_q, 1) if score.complete else None,
-            )
-            # The trial's dev score won the search, so it flatters the uncompiled program a
-            # little; the compiled program is kept unless a paired test on the same dev
-            # questions says it is lower (a raw comparison on a few questions is noise).
-            trial_label = f"trial-{chosen.user_attrs.get('duplicate_of', chosen.number)}"
-            trial_records = [r for r in run.sink.records() if r.condition == trial_label]
-            paired = paired_dev_check(trial_records, score.records, metric)
-            compiled_info["dev_paired"] = paired
-            lower = paired["ci95"][1] < 0 if paired else after < chosen.values[0]
-            how = "paired 95% interval" if paired else "raw dev score"
-            if score.complete and not lower:
-                program = compiled
-                compiled_info["compiled"] = f"kept (dev {metric} not lower: {how})"
-            elif score.complete:
-                compiled_info["compiled"] = f"discarded (lower dev {metric}: {how})"
-            else:
-                compiled_info["compiled"] = "discarded (--max-lm-calls reached while re-scoring)"
-                stopped = stopped or f"--max-lm-calls {config.max_lm_calls} reached"
+            program, stopped = _compile_and_check(run, program, chosen, compiled_info, stopped)
             phases[opt.name] = budget.calls - phases["study"]
-            say(
-                f"{opt.name}: dev {metric} {chosen.values[0]:.3f} -> "
-                f"{score.value(metric):.3f} ({compiled_info['compiled']})"
-            )
+    return program, compiled_info, stopped
 
+
+def _compile_and_check(run: CompileRun, program, chosen, compiled_info: dict, stopped):
+    """Compile on train, re-score on dev, keep the compiled program unless it is lower."""
+    config, opt, splits, say = run.config, run.opt, run.splits, run.say
+    metric = config.objective
+    say(f"compiling the chosen program with {opt.name} on {len(splits.train)} train questions ...")
+    started = time.perf_counter()
+    compiled = run.compile(program, splits.train)
+    score = run.score(compiled, splits.dev, label=f"compiled-{opt.name}")
+    after = score.value(metric) if score.complete else None
+    compiled_info.update(
+        seconds=round(time.perf_counter() - started, 1),
+        objective=metric,
+        dev_objective_before=chosen.values[0],
+        dev_objective_after=after,
+        dev_accuracy_before=chosen.user_attrs.get("accuracy"),
+        dev_accuracy_after=score.accuracy if score.complete else None,
+        dev_recall_before=chosen.user_attrs.get("recall"),
+        dev_recall_after=score.recall if score.complete else None,
+        dev_tokens_per_q_after=round(score.tokens_per_q, 1) if score.complete else None,
+    )
+    # The trial's dev score won the search, so it flatters the uncompiled program a
+    # little; the compiled program is kept unless a paired test on the same dev
+    # questions says it is lower (a raw comparison on a few questions is noise).
+    trial_label = f"trial-{chosen.user_attrs.get('duplicate_of', chosen.number)}"
+    trial_records = [r for r in run.sink.records() if r.condition == trial_label]
+    paired = paired_dev_check(trial_records, score.records, metric)
+    compiled_info["dev_paired"] = paired
+    lower = paired["ci95"][1] < 0 if paired else after < chosen.values[0]
+    how = "paired 95% interval" if paired else "raw dev score"
+    if score.complete and not lower:
+        program = compiled
+        compiled_info["compiled"] = f"kept (dev {metric} not lower: {how})"
+    elif score.complete:
+        compiled_info["compiled"] = f"discarded (lower dev {metric}: {how})"
+    else:
+        compiled_info["compiled"] = "discarded (--max-lm-calls reached while re-scoring)"
+        stopped = stopped or f"--max-lm-calls {config.max_lm_calls} reached"
+    say(
+        f"{opt.name}: dev {metric} {chosen.values[0]:.3f} -> "
+        f"{score.value(metric):.3f} ({compiled_info['compiled']})"
+    )
+    return program, stopped
+
+
+def _save_chosen(run: CompileRun, program, chosen, front, compiled_info: dict):
+    """``program.json``, carrying how it was chosen and compiled; returns that and its path."""
+    config = run.config
     chosen_info = {
         "trial": chosen.number,
         **chosen.params,
         "label": _label(chosen.params),
-        "objective": metric,
+        "objective": config.objective,
         "dev_objective": chosen.values[0],
         "dev_accuracy": chosen.user_attrs.get("accuracy", chosen.values[0]),
         "dev_recall": chosen.user_attrs.get("recall"),
         "dev_tokens_per_q": chosen.values[1],
         "dev_lm_calls_per_q": chosen.user_attrs.get("lm_calls_per_q"),
-        "pick": str(rule),
+        "pick": str(run.rule),
         "pareto_size": len(front),
         "compile": compiled_info,
     }
-    program_path = out / "program.json"
+    program_path = Path(config.out) / "program.json"
     save_program(
         program,
         str(program_path),
@@ -402,62 +436,61 @@ def final_stage(run: CompileRun, study: optuna.Study, *, stopped: str | None) ->
             }
         },
     )
-    command = reproduce_command(config, out)
+    return chosen_info, program_path
 
+
+def _score_on_test(run: CompileRun, program_path: Path, command, phases: dict, stopped):
+    """The saved program scored once on the test split (unless the budget ran out)."""
+    config, budget, say, splits = run.config, run.budget, run.say, run.splits
+    out = Path(config.out)
     if budget.exhausted:
         stopped = stopped or f"--max-lm-calls {config.max_lm_calls} reached"
         say(
             f"{stopped}: the test split was not scored; rerun the same command with a "
             "larger --max-lm-calls to finish"
         )
-    else:
-        test_dir = out / "test_run"
-        _prepare_test_dir(test_dir, sha256_file(program_path))
-        say(
-            f"scoring the chosen program once on {len(splits.test[: config.test_limit])} test "
-            "questions ..."
-        )
-        eval_config = final_test_config(config, program_path, test_dir)
-        summary = run_evaluation(
-            eval_config,
-            lm=run.session.lm,
-            judge_lm=run.session.judge_lm,
-            examples=run.examples,
-            store=run.session.store,
-            retriever=run.session.retriever,
-            progress=run.bars,
-        )["program"]
-        test = {
-            "split": "test",
-            "n": summary["n"],
-            "correct": summary["correct"],
-            "accuracy": summary["accuracy"],
-            "ci95": summary["ci95"],
-            "judge_errors": summary["judge_errors"],
-            "program_errors": summary["program_errors"],
-            "tokens_per_question": summary["tokens_per_question"],
-            "recall_by_round": summary["recall_by_round"],
-            "lm_calls_per_question": summary["lm_calls_per_question"],
-            "seconds_per_question": summary["seconds_per_question"],
-            "test_limit": config.test_limit,
-            "test_split_size": len(splits.test),
-            "program": "program.json",
-            "program_sha256": sha256_file(program_path),
-            "run_folder": "test_run",
-            "reproduce": command,
-        }
-        atomic_write_json(out / "test_score.json", test)
-        phases["test"] = budget.calls - sum(phases.values())
-
-    return FinalStage(
-        chosen=chosen_info,
-        command=command,
-        test=test,
-        stopped=stopped,
-        phases=phases,
-        study={
-            "complete_trials": len(trials),
-            "all_trials": len(study.trials),
-            "pareto_trials": [t.number for t in front],
-        },
+        return None, stopped
+    test_dir = out / "test_run"
+    _prepare_test_dir(test_dir, sha256_file(program_path))
+    say(
+        f"scoring the chosen program once on {len(splits.test[: config.test_limit])} test "
+        "questions ..."
     )
+    eval_config = final_test_config(config, program_path, test_dir)
+    summary = run_evaluation(
+        eval_config,
+        lm=run.session.lm,
+        judge_lm=run.session.judge_lm,
+        examples=run.examples,
+        store=run.session.store,
+        retriever=run.session.retriever,
+        progress=run.bars,
+    )["program"]
+    test = {
+        "split": "test",
+        **{key: summary[key] for key in _TEST_FIGURES},
+        "test_limit": config.test_limit,
+        "test_split_size": len(splits.test),
+        "program": "program.json",
+        "program_sha256": sha256_file(program_path),
+        "run_folder": "test_run",
+        "reproduce": command,
+    }
+    atomic_write_json(out / "test_score.json", test)
+    phases["test"] = budget.calls - sum(phases.values())
+    return test, stopped
+
+
+#: The figures of the test run's summary that ``test_score.json`` carries, in its order.
+_TEST_FIGURES = (
+    "n",
+    "correct",
+    "accuracy",
+    "ci95",
+    "judge_errors",
+    "program_errors",
+    "tokens_per_question",
+    "recall_by_round",
+    "lm_calls_per_question",
+    "seconds_per_question",
+)

@@ -22,7 +22,7 @@ from collections.abc import Sequence
 
 import dspy
 
-from frames_dspy.corpus import Article
+from frames_dspy.data.corpus import Article
 
 logger = logging.getLogger(__name__)
 

@@ -379,48 +379,9 @@ def _run_optimizer(program, trainset, settings, autorater, lm, prompt_lm, store,
             )
             compiled = optimizer.compile(program, trainset=trainset)
         elif name == "mipro":
-            sized = (
-                {"auto": None, "num_candidates": settings.candidates}
-                if settings.budget
-                else {"auto": "light"}
-            )
-            optimizer = dspy.MIPROv2(
-                metric=metric,
-                prompt_model=prompt_lm,
-                task_model=lm,
-                max_bootstrapped_demos=demos,
-                max_labeled_demos=0,
-                num_threads=threads,
-                seed=settings.seed,
-                verbose=False,
-                track_stats=False,
-                **teacher,
-                **sized,
-            )
-            extra = (
-                # MIPROv2 scores minibatches of its validation part, the last 80% of trainset.
-                {"num_trials": settings.budget, "minibatch_size": _mipro_minibatch(trainset)}
-                if settings.budget
-                else {}
-            )
-            compiled = optimizer.compile(program, trainset=trainset, seed=settings.seed, **extra)
+            compiled = _mipro(program, trainset, settings, metric, lm, prompt_lm, teacher)
         elif name == "gepa":
-            sized = {"max_metric_calls": settings.budget} if settings.budget else {"auto": "light"}
-            optimizer = dspy.GEPA(
-                metric=FeedbackMetric(
-                    autorater,
-                    store,
-                    objective=settings.objective,
-                    n=len(trainset),
-                    answer_names=answer_predictor_names(program),
-                ),
-                reflection_lm=prompt_lm,
-                num_threads=threads,
-                seed=settings.seed,
-                track_stats=False,
-                **sized,
-            )
-            compiled = optimizer.compile(program, trainset=trainset)
+            compiled = _gepa(program, trainset, settings, autorater, store, prompt_lm)
         else:  # simba
             bsize = min(32, len(trainset))
             optimizer = dspy.SIMBA(
@@ -435,6 +396,58 @@ def _run_optimizer(program, trainset, settings, autorater, lm, prompt_lm, store,
             )
             compiled = optimizer.compile(program, trainset=trainset, seed=settings.seed)
     return compiled
+
+
+def _mipro(program, trainset, settings, metric, lm, prompt_lm, teacher: dict):
+    """MIPROv2: instructions and demos proposed by ``prompt_lm``, searched on trainset."""
+    threads = max(1, settings.threads)
+    demos = settings.demos
+    sized = (
+        {"auto": None, "num_candidates": settings.candidates}
+        if settings.budget
+        else {"auto": "light"}
+    )
+    optimizer = dspy.MIPROv2(
+        metric=metric,
+        prompt_model=prompt_lm,
+        task_model=lm,
+        max_bootstrapped_demos=demos,
+        max_labeled_demos=0,
+        num_threads=threads,
+        seed=settings.seed,
+        verbose=False,
+        track_stats=False,
+        **teacher,
+        **sized,
+    )
+    extra = (
+        # MIPROv2 scores minibatches of its validation part, the last 80% of trainset.
+        {"num_trials": settings.budget, "minibatch_size": _mipro_minibatch(trainset)}
+        if settings.budget
+        else {}
+    )
+    return optimizer.compile(program, trainset=trainset, seed=settings.seed, **extra)
+
+
+def _gepa(program, trainset, settings, autorater, store, prompt_lm):
+    """GEPA: prompts evolved by ``prompt_lm`` reflecting on the judge's feedback."""
+    threads = max(1, settings.threads)
+    sized = {"max_metric_calls": settings.budget} if settings.budget else {"auto": "light"}
+    optimizer = dspy.GEPA(
+        metric=FeedbackMetric(
+            autorater,
+            store,
+            objective=settings.objective,
+            n=len(trainset),
+            answer_names=answer_predictor_names(program),
+        ),
+        reflection_lm=prompt_lm,
+        num_threads=threads,
+        seed=settings.seed,
+        track_stats=False,
+        **sized,
+    )
+    return optimizer.compile(program, trainset=trainset)
 
 
 def _mipro_minibatch(trainset: Sequence[Any]) -> int:

@@ -10,7 +10,7 @@ from typing import Any
 
 import optuna
 
-from frames_dspy.redaction import redact, redact_settings
+from frames_dspy.base.redaction import redact, redact_settings
 
 __all__ = ["redact", "open_storage", "make_sampler", "open_study"]
 

@@ -6,7 +6,7 @@ prompts with a DSPy optimizer on the train split), scores it on the dev split wi
 autorater, and returns two objectives: the chosen one (:data:`OBJECTIVES`: accuracy, recall,
 or accuracy with ties broken by recall; maximised) and tokens per question (minimised).
 
-Tokens per question are *metered* (:class:`frames_dspy.accounting.TokenMeter`): every call
+Tokens per question are *metered* (:class:`frames_dspy.lm.accounting.TokenMeter`): every call
 of the program's LM is counted at 4 characters per token (prompt plus completion), whether or
 not DSPy served it from its cache. The LM's own usage figures are kept as
 ``reported_tokens_per_q`` but cannot be the objective: a cache hit reports no tokens, so a
@@ -32,13 +32,13 @@ import optuna
 from optuna.exceptions import UpdateFinishedTrialError
 from optuna.trial import FrozenTrial, TrialState
 
-from frames_dspy.accounting import CallBudget
 from frames_dspy.judge.autorater import Autorater
+from frames_dspy.lm.accounting import CallBudget
 from frames_dspy.programs import ProgramSpec, build_program
-from frames_dspy.records import QuestionRecord
-from frames_dspy.run_folder import RunFolder
-from frames_dspy.runner import Runner
-from frames_dspy.summary import objective_value, summarize_records
+from frames_dspy.results.records import QuestionRecord
+from frames_dspy.results.run_folder import RunFolder
+from frames_dspy.results.summary import objective_value, summarize_records
+from frames_dspy.run.runner import Runner
 
 logger = logging.getLogger(__name__)
 
@@ -202,7 +202,7 @@ def trial_spec(
 class DevScore:
     """A program's score on a list of questions (possibly cut short by the call budget).
 
-    Every figure comes from :func:`frames_dspy.summary.summarize_records` over ``records``.
+    Every figure comes from :func:`frames_dspy.results.summary.summarize_records` over ``records``.
     """
 
     wanted: int = 0
@@ -227,7 +227,7 @@ class DevScore:
 
     @property
     def tokens_per_q(self) -> float:
-        """Metered tokens per question (see :mod:`frames_dspy.records`)."""
+        """Metered tokens per question (see :mod:`frames_dspy.results.records`)."""
         return self.figures["tokens_per_question"]
 
     @property

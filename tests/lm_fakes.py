@@ -19,14 +19,8 @@ from typing import Any
 import numpy as np
 import pytest
 
-from frames_dspy.lm import (
-    BUNDLED_MODELS,
-    BundledModel,
-    assemble_model,
-    factory,
-    llama_engine,
-    llama_process,
-)
+from frames_dspy.lm import BUNDLED_MODELS, BundledModel, assemble_model, factory
+from frames_dspy.lm.engine import llama_engine, llama_process
 from frames_dspy.lm.weights import MODEL_DIR_ENV
 
 REPLY = "[[ ## answer ## ]]\nParis\n\n[[ ## completed ## ]]"
@@ -206,7 +200,7 @@ def load_real_llama(path: Path, **settings: Any) -> Any:
     other engine ``settings`` (``n_ctx``, ``lookup_decoding``, ...) as given."""
     import llama_cpp
 
-    from frames_dspy.lm.llama_worker import EngineSettings, load_llama
+    from frames_dspy.lm.engine.llama_worker import EngineSettings, load_llama
 
     settings = {"n_ctx": 2048, **settings}
     engine = EngineSettings(model_path=str(path), n_threads=1, extra_buffers=False, **settings)

@@ -1,4 +1,4 @@
-"""frames_dspy.accounting: the call budget and the per-question token meter, on DummyLM calls.
+"""frames_dspy.lm.accounting: the call budget and the per-question token meter, on DummyLM calls.
 
 Both must count calls DSPy answers from its cache: the conftest points DSPY_CACHEDIR at a
 temporary folder, and DummyLM (which normally skips the cache) is told to use it.
@@ -13,7 +13,7 @@ import dspy
 import pytest
 from dspy.utils.dummies import DummyLM
 
-from frames_dspy.accounting import (
+from frames_dspy.lm.accounting import (
     CallBudget,
     QuestionMeter,
     TokenMeter,

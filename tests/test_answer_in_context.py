@@ -1,10 +1,10 @@
-"""Tests for frames_dspy.answer_in_context: the gold answer looked for in the answer's context."""
+"""Tests for frames_dspy.results.answer_in_context: the gold answer looked for in the context."""
 
 from __future__ import annotations
 
 import pytest
 
-from frames_dspy.answer_in_context import answer_in_context
+from frames_dspy.results.answer_in_context import answer_in_context
 
 
 @pytest.mark.parametrize(

@@ -1,18 +1,19 @@
 """frames_dspy.cli: argument types whose errors name the flag, and the shared option groups.
 
 Both command lines (``frames_dspy.evaluate`` and ``optimize.compile``) take the model and data
-options from here, and their values become a :class:`~frames_dspy.session.ModelDataSettings`.
+options from here, and their values become a :class:`~frames_dspy.run.session.ModelDataSettings`.
 """
 
 from __future__ import annotations
 
 import argparse
+from pathlib import Path
 
 import pytest
 
 from frames_dspy import evaluate
 from frames_dspy.cli import add_data_arguments, add_model_arguments, choice_list, positive_int
-from frames_dspy.session import ModelDataSettings
+from frames_dspy.run.session import ModelDataSettings
 from optimize import compile as opt_compile
 
 
@@ -92,7 +93,7 @@ def test_choice_list_names_the_unknown_entries_and_the_choices(text, named):
 def test_the_model_and_data_groups_hold_their_options():
     found = groups(shared_parser())
     assert [options for options, _, _ in found["models"]] == [
-        # In the order ModelDataSettings declares them (frames_dspy.settings).
+        # In the order ModelDataSettings declares them (frames_dspy.base.settings).
         ("--model",),
         ("--judge-model",),
         ("--api-base",),
@@ -165,3 +166,32 @@ def test_both_command_lines_share_the_groups_word_for_word():
     shared = groups(shared_parser())
     assert [o for o in found_eval["models"] if o in shared["models"]] == shared["models"]
     assert found_eval["data"] == shared["data"]
+
+
+def test_the_flags_several_commands_share_are_declared_once():
+    # --condition, --bootstrap, --json, --quiet, --dataset ... come from setting() declarations
+    # (CompareConfig, CommandOutput, ModelDataSettings), never from a command's own add_argument.
+    shared = (
+        "--condition",
+        "--condition-b",
+        "--bootstrap",
+        "--allow-different-corpus",
+        "--json",
+        "--quiet",
+        "--dataset",
+        "--revision",
+    )
+    repo = Path(__file__).resolve().parents[1]
+    shells = [
+        "frames_dspy/compare.py",
+        "frames_dspy/report.py",
+        "frames_dspy/judge/__main__.py",
+        "frames_dspy/evaluate.py",
+        "frames_dspy/wikipedia.py",
+        "frames_dspy/data/__main__.py",
+        "optimize/compile.py",
+    ]
+    for shell in shells:
+        text = (repo / shell).read_text(encoding="utf-8")
+        retyped = [flag for flag in shared if f'"{flag}",' in text or f'"{flag}")' in text]
+        assert retyped == [], f"{shell} declares {retyped} itself"

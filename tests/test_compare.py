@@ -1,4 +1,4 @@
-"""Tests for frames_dspy.comparison and its command line on tiny hand-written run folders."""
+"""Tests for frames_dspy.results.comparison and its command line on tiny hand-written runs."""
 
 from __future__ import annotations
 
@@ -8,8 +8,8 @@ import math
 import pytest
 
 from frames_dspy.compare import format_text, main
-from frames_dspy.comparison import CompareConfig, CompareError, compare_runs
-from frames_dspy.stats import paired_bootstrap_ci
+from frames_dspy.results.comparison import CompareConfig, CompareError, compare_runs
+from frames_dspy.results.stats import paired_bootstrap_ci
 
 DATASET = "d" * 64
 CORPUS = "c" * 64

@@ -9,7 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from frames_dspy.corpus import (
+from frames_dspy.base.paths import data_file
+from frames_dspy.data.corpus import (
     Article,
     ArticleStore,
     CorpusError,
@@ -19,7 +20,6 @@ from frames_dspy.corpus import (
     load_corpus,
     load_distractors,
 )
-from frames_dspy.paths import data_file
 
 TINY = Path(__file__).parent / "fixtures" / "tiny"
 PAGES = TINY / "pages.jsonl"

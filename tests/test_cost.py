@@ -1,10 +1,13 @@
-"""frames_dspy.cost: per-question estimates by program shape, prices, and money spent."""
+"""frames_dspy.run.cost: per-question estimates by program shape, prices, and money spent."""
 
 from __future__ import annotations
 
 import pytest
 
-from frames_dspy.cost import (
+from frames_dspy.lm import parse_spec
+from frames_dspy.programs import ProgramSpec
+from frames_dspy.results.records import QuestionRecord
+from frames_dspy.run.cost import (
     ANSWER_OUTPUT,
     ANSWER_PROMPT,
     JUDGE_PROMPT,
@@ -14,9 +17,6 @@ from frames_dspy.cost import (
     estimate_lines,
     question_cost,
 )
-from frames_dspy.lm import parse_spec
-from frames_dspy.programs import ProgramSpec
-from frames_dspy.records import QuestionRecord
 
 
 def test_single_call_programs_cost_one_answer_call_with_their_budget():

@@ -10,15 +10,15 @@ from pathlib import Path
 import dspy
 import pytest
 
-from frames_dspy.data import (
+from frames_dspy.base.paths import data_file
+from frames_dspy.data.__main__ import main
+from frames_dspy.data.questions import (
     REASONING_TYPES,
     DatasetError,
     dataset_fingerprint,
     load_frames,
-    main,
     split_frames,
 )
-from frames_dspy.paths import data_file
 
 TINY = Path(__file__).parent / "fixtures" / "tiny"
 TINY_TSV = TINY / "frames.tsv"  # hub layout: the first (index) column has no name

@@ -7,7 +7,7 @@ import urllib.error
 
 import pytest
 
-from frames_dspy.download import DownloadError, reason_of, unreachable
+from frames_dspy.data.download import DownloadError, reason_of, unreachable
 
 
 def _dead_port() -> int:

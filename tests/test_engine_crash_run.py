@@ -15,7 +15,7 @@ import pytest
 from crashing_llama import TRIGGER
 
 from frames_dspy import evaluate
-from frames_dspy.lm import llama_engine
+from frames_dspy.lm.engine import llama_engine
 
 QUESTIONS = [
     ("Which city is the capital of France?", "Paris"),

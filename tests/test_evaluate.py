@@ -23,12 +23,13 @@ import dspy
 import pytest
 from dspy.utils.dummies import DummyLM
 
-from frames_dspy import evaluate, report
-from frames_dspy.corpus import load_corpus
-from frames_dspy.data import dataset_fingerprint, load_frames
-from frames_dspy.evaluation import EvalConfig, run_evaluation
+from frames_dspy import evaluate
+from frames_dspy.data.corpus import load_corpus
+from frames_dspy.data.questions import dataset_fingerprint, load_frames
 from frames_dspy.judge import AUTORATER
 from frames_dspy.programs import CONDITIONS, Naive, save_program
+from frames_dspy.results import report
+from frames_dspy.run.evaluation import EvalConfig, run_evaluation
 
 FIXTURES = Path(__file__).parent / "fixtures"
 REPO = Path(__file__).resolve().parents[1]
@@ -367,7 +368,7 @@ class FailingRetriever:
 
 
 def test_a_failing_question_is_recorded_and_the_run_goes_on(data, tmp_path):
-    from frames_dspy.retrieval import build_retriever
+    from frames_dspy.retrieval.bm25 import build_retriever
 
     store = load_corpus(data["corpus"])
     retriever = FailingRetriever(build_retriever(store, index_dir=tmp_path / "idx"), "Dracula")
@@ -535,7 +536,7 @@ def call_main(argv, capsys) -> tuple[int, str, str]:
 @pytest.fixture
 def no_real_lm(monkeypatch):
     """main() cannot take an LM; make sure it never builds a real one."""
-    import frames_dspy.session
+    import frames_dspy.run.session
 
     made = []
 
@@ -548,7 +549,7 @@ def no_real_lm(monkeypatch):
             }
         )
 
-    monkeypatch.setattr(frames_dspy.session, "make_lm", fake_make_lm)
+    monkeypatch.setattr(frames_dspy.run.session, "make_lm", fake_make_lm)
     return made
 
 

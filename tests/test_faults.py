@@ -203,7 +203,7 @@ def waits(monkeypatch) -> list[float]:
 
 
 def test_rate_limits_are_retried_with_backoff_and_counted(monkeypatch, waits):
-    from frames_dspy.accounting import metered
+    from frames_dspy.lm.accounting import metered
 
     monkeypatch.delenv("OPENAI_API_KEY", raising=False)
     # Every request is refused twice with HTTP 429 and no Retry-After, then answered.
@@ -219,8 +219,8 @@ def test_rate_limits_are_retried_with_backoff_and_counted(monkeypatch, waits):
 
 
 def test_a_rate_limit_honours_retry_after_and_then_fails_the_call(monkeypatch, waits):
-    from frames_dspy.accounting import metered
     from frames_dspy.lm import LMCallError
+    from frames_dspy.lm.accounting import metered
 
     monkeypatch.delenv("OPENAI_API_KEY", raising=False)
     with FaultServer(p_500=0, p_429=1.0, p_stall=0, max_faults=10, retry_after="7") as server:

@@ -1,4 +1,4 @@
-"""frames_dspy.files: atomic writes leave the old file or the new one, never a torn one."""
+"""frames_dspy.base.files: atomic writes leave the old file or the new one, never a torn one."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ import os
 
 import pytest
 
-from frames_dspy.files import atomic_write_json, atomic_write_text, sha256_bytes, sha256_file
+from frames_dspy.base.files import atomic_write_json, atomic_write_text, sha256_bytes, sha256_file
 
 
 def test_atomic_json_round_trip_and_mode(tmp_path):

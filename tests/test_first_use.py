@@ -23,11 +23,11 @@ from huggingface_hub import constants
 from mediawiki_server import MediaWiki, serve_corpus
 
 from frames_dspy import evaluate
-from frames_dspy.corpus import load_corpus
-from frames_dspy.data import load_frames
-from frames_dspy.download import DownloadError
-from frames_dspy.session import ModelDataSettings, open_session
-from frames_dspy.wikipedia import default_corpus_folder
+from frames_dspy.data.corpus import load_corpus
+from frames_dspy.data.download import DownloadError
+from frames_dspy.data.questions import load_frames
+from frames_dspy.data.wikipedia import default_corpus_folder
+from frames_dspy.run.session import ModelDataSettings, open_session
 
 REPO = Path(__file__).resolve().parents[1]
 FIXTURES = Path(__file__).parent / "fixtures"
@@ -66,7 +66,7 @@ def wiki(tmp_path):
 @pytest.fixture
 def fake_lms(monkeypatch):
     """main() cannot take an LM; give it fakes instead of the embedded model."""
-    import frames_dspy.session
+    import frames_dspy.run.session
 
     def fake_make_lm(spec, **kwargs):
         return DummyLM(
@@ -76,7 +76,7 @@ def fake_lms(monkeypatch):
             }
         )
 
-    monkeypatch.setattr(frames_dspy.session, "make_lm", fake_make_lm)
+    monkeypatch.setattr(frames_dspy.run.session, "make_lm", fake_make_lm)
 
 
 def call_main(argv, capsys) -> tuple[int, str, str]:

@@ -23,8 +23,8 @@ from fault_server import FaultServer
 from test_evaluate import call_main, data, no_real_lm  # noqa: F401 (fixtures)
 from test_faults import _data, _records
 
-from frames_dspy import files
-from frames_dspy import records as records_module
+from frames_dspy.base import files
+from frames_dspy.results import records as records_module
 
 WHY = {
     errno.ENOSPC: ("no space left on the device", "free some space"),
@@ -235,7 +235,7 @@ def test_a_read_only_run_folder_is_refused_before_anything_runs(
     def read_only(*args, **kwargs):  # what a read-only mount answers (root ignores chmod)
         raise OSError(errno.EROFS, os.strerror(errno.EROFS), str(out))
 
-    monkeypatch.setattr("frames_dspy.run_folder.tempfile.NamedTemporaryFile", read_only)
+    monkeypatch.setattr("frames_dspy.results.run_folder.tempfile.NamedTemporaryFile", read_only)
     status, _, err = call_main(_argv(data, out), capsys)
     assert status == 2 and len(no_real_lm) == made  # no model made, so no LM call
     assert _error_lines(err) == [

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from benchmarks import judge_leaks
-from frames_dspy import paths
+from frames_dspy.base import paths
 from frames_dspy.judge.labels import LabelledItem
 
 

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import pytest
 
-from frames_dspy.links import extract_links, link_title, normalize_link, title_key
+from frames_dspy.data.links import extract_links, link_title, normalize_link, title_key
 
 # --- cells copied from the real file ------------------------------------------------------------
 

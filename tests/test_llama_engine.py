@@ -1,4 +1,4 @@
-"""Tests for frames_dspy.lm.llama_engine: the in-process engine through DSPy.
+"""Tests for frames_dspy.lm.engine.llama_engine: the in-process engine through DSPy.
 
 The fast tests run a fake ``llama_cpp`` (see ``lm_fakes``); the test marked ``real`` runs the
 embedded 0.5B model in-process.
@@ -16,7 +16,7 @@ from dspy.lm15 import ImagePart, Message, Request, UnsupportedFeatureError
 from dspy.utils.exceptions import ContextWindowExceededError
 from lm_fakes import REPLY, ScriptedLlama, judge_pieces, patch_llama_cpp
 
-import frames_dspy.lm.llama_engine as llama_engine
+import frames_dspy.lm.engine.llama_engine as llama_engine
 from frames_dspy.lm import (
     DEFAULT_N_CTX,
     LlamaCppEngine,
@@ -196,8 +196,8 @@ def test_engine_state_round_trips(gguf):
 
 @pytest.mark.real
 def test_embedded_model_answers_a_frames_question(real_model_path, data_dir):
-    from frames_dspy.corpus import load_corpus
-    from frames_dspy.data import load_frames
+    from frames_dspy.data.corpus import load_corpus
+    from frames_dspy.data.questions import load_frames
 
     examples = load_frames(data_dir / "frames" / "frames_test_set.csv")
     store = load_corpus(

@@ -1,4 +1,4 @@
-"""Tests for frames_dspy.lm.llama_process and llama_worker: the model in a worker process.
+"""Tests for frames_dspy.lm.engine.llama_process and llama_worker: the model in a worker process.
 
 Worker processes here run stand-ins from ``fixtures/crashing_llama.py`` that segfault, abort or
 are killed on purpose; the tests marked ``real`` run the embedded model in a worker.
@@ -16,9 +16,15 @@ from pathlib import Path
 import pytest
 from crashing_llama import TRIGGER
 
-from frames_dspy.lm import LMCallError, LMSetupError, llama_engine, make_lm
-from frames_dspy.lm.llama_process import EngineCrashed, EngineProcess, cpu_summary, describe_exit
-from frames_dspy.lm.llama_worker import EngineSettings, load_llama
+from frames_dspy.lm import LMCallError, LMSetupError, make_lm
+from frames_dspy.lm.engine import llama_engine
+from frames_dspy.lm.engine.llama_process import (
+    EngineCrashed,
+    EngineProcess,
+    cpu_summary,
+    describe_exit,
+)
+from frames_dspy.lm.engine.llama_worker import EngineSettings, load_llama
 
 
 @pytest.fixture
@@ -202,7 +208,7 @@ def test_the_embedded_model_answers_in_a_fresh_worker(real_model_path, extra_buf
 
 
 def test_old_crash_logs_are_pruned(gguf, monkeypatch):
-    from frames_dspy.lm import llama_process
+    from frames_dspy.lm.engine import llama_process
 
     monkeypatch.setattr(llama_process, "KEPT_LOGS", 2)
     logs = []
@@ -225,8 +231,8 @@ def test_a_worker_leaves_when_its_run_is_killed_mid_call(gguf, tmp_path):
     script = tmp_path / "run.py"
     script.write_text(
         "import sys\n"
-        "from frames_dspy.lm.llama_process import EngineProcess\n"
-        "from frames_dspy.lm.llama_worker import EngineSettings\n"
+        "from frames_dspy.lm.engine.llama_process import EngineProcess\n"
+        "from frames_dspy.lm.engine.llama_worker import EngineSettings\n"
         f"settings = EngineSettings({str(gguf)!r}, 512, 1, extra_buffers=False,"
         " factory='crashing_llama:slow')\n"
         "worker = EngineProcess(settings)\n"

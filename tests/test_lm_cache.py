@@ -5,7 +5,7 @@ from __future__ import annotations
 import dspy
 import pytest
 
-from frames_dspy.accounting import metered
+from frames_dspy.lm.accounting import metered
 from frames_dspy.lm.cache import RunCache, cache_mode, use_cache
 
 
@@ -88,8 +88,8 @@ def test_use_cache_wraps_dspy_once_and_sets_the_mode():
 
 
 def test_a_real_call_is_served_from_the_cache_and_counted(fake_llama_cpp, gguf, tmp_path):
-    from frames_dspy.accounting import TOKEN_METER, attached_callbacks
     from frames_dspy.lm import make_lm
+    from frames_dspy.lm.accounting import TOKEN_METER, attached_callbacks
 
     original = dspy.cache
     try:

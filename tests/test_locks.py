@@ -1,4 +1,4 @@
-"""frames_dspy.locks: one holder per folder, named when another is refused, never stale.
+"""frames_dspy.base.locks: one holder per folder, named when another is refused, never stale.
 
 Holders in other processes are real processes (a short Python script), so the kernel's own
 ``flock`` decides; a killed holder must leave a lock that the next process takes at once.
@@ -20,13 +20,13 @@ from pathlib import Path
 
 import pytest
 
-from frames_dspy.locks import LOCK_NAME, FolderInUse, holder_of, lock_folder
+from frames_dspy.base.locks import LOCK_NAME, FolderInUse, holder_of, lock_folder
 
 REPO = Path(__file__).resolve().parents[1]
 
 _HOLDER = """
 import sys, time
-from frames_dspy.locks import lock_folder
+from frames_dspy.base.locks import lock_folder
 with lock_folder(sys.argv[1], what="test folder"):
     print("held", flush=True)
     time.sleep(float(sys.argv[2]))
@@ -96,7 +96,7 @@ def test_wait_blocks_until_the_holder_is_done_and_says_so_once(tmp_path, caplog)
     try:
         started = time.monotonic()
         with (
-            caplog.at_level(logging.WARNING, logger="frames_dspy.locks"),
+            caplog.at_level(logging.WARNING, logger="frames_dspy.base.locks"),
             lock_folder(folder, wait=True, what="the corpus folder"),
         ):
             waited = time.monotonic() - started

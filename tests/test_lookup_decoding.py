@@ -1,4 +1,4 @@
-"""Tests for frames_dspy.lm.lookup_decoding: drafts copied from the context, verified in batches.
+"""Tests for frames_dspy.lm.engine.lookup_decoding: drafts copied from the context, verified.
 
 The fast tests use small fakes of llama-cpp-python's context and batch; the test marked
 ``real`` runs the embedded model with and without drafts on a prompt it has to copy from.
@@ -12,8 +12,8 @@ import numpy as np
 import pytest
 from lm_fakes import load_real_llama
 
-from frames_dspy.lm import llama_worker
-from frames_dspy.lm.lookup_decoding import (
+from frames_dspy.lm.engine import llama_worker
+from frames_dspy.lm.engine.lookup_decoding import (
     FAST_BATCH,
     MATCH_TOKENS,
     LookupDrafts,

@@ -1,4 +1,4 @@
-"""Tests for frames_dspy.metrics: gold-article recall and query repetition.
+"""Tests for frames_dspy.results.metrics: gold-article recall and query repetition.
 
 The autorater's tests are in ``test_autorater.py``.
 """
@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import math
 
-from frames_dspy.metrics import gold_recall, mean_recall, query_repetition_rate
+from frames_dspy.results.metrics import gold_recall, mean_recall, query_repetition_rate
 
 
 def test_gold_recall_per_round():

@@ -18,7 +18,7 @@ from opt_helpers import (
     run_tiny,
 )
 
-from frames_dspy.evaluation import EvalConfig, run_evaluation
+from frames_dspy.run.evaluation import EvalConfig, run_evaluation
 from optimize import compile as opt_compile
 from optimize.config import CompileConfig
 

@@ -8,7 +8,7 @@ import re
 import pytest
 
 from frames_dspy.lm import parse_spec
-from frames_dspy.session import SESSION_KEYS
+from frames_dspy.run.session import SESSION_KEYS
 from optimize.config import STUDY_KEYS, CompileConfig
 
 

@@ -253,7 +253,7 @@ def test_a_recall_compile_answers_nothing_on_dev_or_test(tiny, tmp_path):
 
 
 def test_the_keep_check_pairs_questions():
-    from frames_dspy.records import QuestionRecord
+    from frames_dspy.results.records import QuestionRecord
     from optimize.final import paired_dev_check
 
     before = [QuestionRecord("t", i, recall=[0.0, 0.5], correct=False) for i in range(20)]

@@ -27,9 +27,9 @@ from opt_helpers import (
 from optuna.distributions import CategoricalDistribution, IntDistribution
 from optuna.trial import TrialState
 
-from frames_dspy.accounting import CallBudget
+from frames_dspy.lm.accounting import CallBudget
 from frames_dspy.programs import ProgramSpec
-from frames_dspy.records import QuestionRecord
+from frames_dspy.results.records import QuestionRecord
 from optimize.compile import build_parser
 from optimize.config import CompileConfig
 from optimize.study import (

@@ -1,4 +1,4 @@
-"""frames_dspy.paths: FRAMES_DATA_DIR names the local data, FRAMES_DSPY_CACHE the cache,
+"""frames_dspy.base.paths: FRAMES_DATA_DIR names the local data, FRAMES_DSPY_CACHE the cache,
 FRAMES_JUDGE_LABELS a labelled judge file."""
 
 from __future__ import annotations
@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from frames_dspy import paths
-from frames_dspy.paths import HUB_DATASET, cache_dir, data_dir, data_file, default_dataset
+from frames_dspy.base import paths
+from frames_dspy.base.paths import HUB_DATASET, cache_dir, data_dir, data_file, default_dataset
 
 LAYOUT = {
     "dataset": "frames/frames_test_set.csv",

@@ -15,7 +15,7 @@ import dspy
 import pytest
 from dspy.utils.dummies import DummyLM
 
-from frames_dspy.corpus import Article, ArticleStore
+from frames_dspy.data.corpus import Article, ArticleStore
 from frames_dspy.programs import (
     CHARS_PER_TOKEN,
     CONDITIONS,
@@ -29,7 +29,7 @@ from frames_dspy.programs import (
     pack_articles,
     save_program,
 )
-from frames_dspy.retrieval import Hit, build_retriever
+from frames_dspy.retrieval.bm25 import Hit, build_retriever
 
 QUESTION = "Which river flows through the capital of the country where Bell was born?"
 
@@ -224,7 +224,7 @@ def test_naive_answers_from_the_question_alone():
     assert pred.queries == []
     assert len(lm.history) == 1
     assert pred.packing is None
-    # Calls and tokens are the runner's to count, once (frames_dspy.runner), not the program's.
+    # Calls and tokens are the runner's to count, once (frames_dspy.run.runner), not the program's.
     assert not {"lm_calls", "prompt_tokens", "completion_tokens"} & set(pred.keys())
     assert QUESTION in user_message(lm, 0)
 

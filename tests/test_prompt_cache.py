@@ -1,4 +1,4 @@
-"""Tests for frames_dspy.lm.prompt_cache: exact prefix reuse and saved prompt states.
+"""Tests for frames_dspy.lm.engine.prompt_cache: exact prefix reuse and saved prompt states.
 
 The fast tests use a fake llama.cpp whose "KV cache" is the list of tokens it holds and whose
 ``generate`` reuses a cached prefix as llama-cpp-python's does; the tests marked ``real`` run
@@ -14,8 +14,8 @@ import numpy as np
 import pytest
 from lm_fakes import load_real_llama
 
-from frames_dspy.lm import llama_worker
-from frames_dspy.lm.prompt_cache import (
+from frames_dspy.lm.engine import llama_worker
+from frames_dspy.lm.engine.prompt_cache import (
     ALIGN,
     PrefixStates,
     aligned_chunks,

@@ -1,4 +1,4 @@
-"""frames_dspy.records: the typed prediction record, its versions, and who may read it how."""
+"""frames_dspy.results.records: the typed prediction record, its versions, who may read it how."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from frames_dspy.records import (
+from frames_dspy.results.records import (
     SCHEMA_VERSION,
     QuestionRecord,
     RecordError,
@@ -16,7 +16,7 @@ from frames_dspy.records import (
     read_records,
     record_fields,
 )
-from frames_dspy.run_folder import RunFolder, load_records
+from frames_dspy.results.run_folder import RunFolder, load_records
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -101,7 +101,7 @@ NOT_RECORDS = {
     "pred": "a dspy.Prediction (the program's outputs), read before the record exists",
     "rounds": "the rounds recorder of frames_dspy.programs.modules",
     "row": "a summary.json row (the summariser's output, written as JSON)",
-    "f": "the figures of frames_dspy.summary.summarize_records (a summary row)",
+    "f": "the figures of frames_dspy.results.summary.summarize_records (a summary row)",
     "s": "a summary row (benchmarks.reproduce reads figures off it)",
     "summary": "a summary row",
     "a": "an Optuna trial's user attributes",
@@ -114,12 +114,12 @@ NOT_RECORDS = {
 
 #: Modules whose import means a module may hold records (records come from these only).
 _RECORD_MODULES = (
-    "frames_dspy.records",
-    "frames_dspy.run_folder",
-    "frames_dspy.summary",
-    "frames_dspy.runner",
-    "frames_dspy.report",
-    "frames_dspy.comparison",
+    "frames_dspy.results.records",
+    "frames_dspy.results.run_folder",
+    "frames_dspy.results.summary",
+    "frames_dspy.run.runner",
+    "frames_dspy.results.report",
+    "frames_dspy.results.comparison",
     "optimize.study",
 )
 
@@ -170,6 +170,8 @@ def test_record_fields_are_read_as_attributes_outside_records_py():
 
 
 def test_the_guard_catches_a_string_key_read():
-    tree = ast.parse("from frames_dspy.records import QuestionRecord\nx = r['judge_method']\n")
+    tree = ast.parse(
+        "from frames_dspy.results.records import QuestionRecord\nx = r['judge_method']\n"
+    )
     assert _handles_records(tree)
     assert list(_string_key_reads(tree)) == [(2, "judge_method", "r")]

@@ -1,4 +1,4 @@
-"""frames_dspy.redaction: no password, token or API key in a run's files, logs or MLflow.
+"""frames_dspy.base.redaction: no password, token or API key in a run's files, logs or MLflow.
 
 Each kind of secret is redacted on its own (user:password in a URL, a key in a query string,
 LiteLLM's key settings, a URL inside a command or a log line), and a whole run made with a
@@ -16,8 +16,7 @@ import pytest
 from test_evaluate import call_main, config_for, judge, program_lm
 from test_report_html import data  # noqa: F401 (a fixture)
 
-from frames_dspy.evaluation import run_evaluation
-from frames_dspy.redaction import (
+from frames_dspy.base.redaction import (
     MASK,
     RedactingFilter,
     is_secret_name,
@@ -25,7 +24,8 @@ from frames_dspy.redaction import (
     redact_settings,
     redact_text,
 )
-from frames_dspy.tracking import store_uri
+from frames_dspy.run.evaluation import run_evaluation
+from frames_dspy.run.tracking import store_uri
 
 SECRETS = ("s3cretA", "s3cretB", "s3cretC", "s3cretD", "s3cretE", "sk-s3cretF")
 

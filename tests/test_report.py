@@ -1,4 +1,4 @@
-"""Tests for frames_dspy.report on hand-made prediction records."""
+"""Tests for frames_dspy.results.report on hand-made prediction records."""
 
 from __future__ import annotations
 
@@ -7,9 +7,9 @@ import math
 
 import pytest
 
-from frames_dspy import report
-from frames_dspy.records import QuestionRecord, read_records, record_fields
-from frames_dspy.report import (
+from frames_dspy.results import report
+from frames_dspy.results.records import QuestionRecord, read_records, record_fields
+from frames_dspy.results.report import (
     PAPER_ACCURACY,
     accuracy_by_article_count,
     accuracy_by_reasoning_type,

@@ -22,9 +22,9 @@ from selenium.webdriver.support.ui import Select
 from test_report_html import FLIPS, data, make_run  # noqa: F401 (data: a fixture)
 
 from benchmarks.report_html import BrowserMissing, chromium, measure, open_page, synthetic_run
-from frames_dspy.comparison import CompareConfig, compare_runs
 from frames_dspy.judge.autorater import is_rule_method
-from frames_dspy.report.__main__ import main
+from frames_dspy.report import main
+from frames_dspy.results.comparison import CompareConfig, compare_runs
 
 pytestmark = pytest.mark.browser
 

@@ -1,4 +1,4 @@
-"""Tests for frames_dspy.report.html_report and ``python -m frames_dspy.report html``.
+"""Tests for frames_dspy.results.html_report and ``python -m frames_dspy.report html``.
 
 The runs are real small runs: ``run_evaluation`` with DummyLMs on the three-question fixture
 (the helpers of ``tests/test_evaluate.py``), all six conditions. What the page's script does
@@ -15,16 +15,16 @@ from pathlib import Path
 import pytest
 from test_evaluate import FIXTURES, LEITH, config_for, judge, program_lm
 
-from frames_dspy.comparison import CompareConfig, compare_runs
-from frames_dspy.evaluation import run_evaluation
-from frames_dspy.records import QuestionRecord
-from frames_dspy.report.__main__ import main
-from frames_dspy.report.html_report import (
+from frames_dspy.report import main
+from frames_dspy.results.comparison import CompareConfig, compare_runs
+from frames_dspy.results.html_report import (
     gold_rounds,
     outcome,
     report_data,
     verdict_source,
 )
+from frames_dspy.results.records import QuestionRecord
+from frames_dspy.run.evaluation import run_evaluation
 
 #: Run B answers question 1 right ("305") and question 0 wrong: flips both ways.
 FLIPS = {"How many years passed": "305", "French Open men's singles": "Rafael Nadal"}

@@ -1,4 +1,4 @@
-"""Tests for frames_dspy.retrieval: both BM25 backends over a tiny in-code corpus.
+"""Tests for frames_dspy.retrieval.bm25: both BM25 backends over a tiny in-code corpus.
 
 The one ``real`` test builds bm25s over the offline FRAMES corpus and checks question-as-query
 recall and agreement with rank-bm25.
@@ -16,9 +16,9 @@ from pathlib import Path
 
 import pytest
 
-from frames_dspy import retrieval
-from frames_dspy.corpus import Article, ArticleStore
-from frames_dspy.retrieval import BACKENDS, Hit, build_retriever, tokenize
+from frames_dspy.data.corpus import Article, ArticleStore
+from frames_dspy.retrieval import bm25 as retrieval
+from frames_dspy.retrieval.bm25 import BACKENDS, Hit, build_retriever, tokenize
 
 DOCS = [
     ("Mount Etna", "Etna is an active volcano in Sicily; its eruptions send lava down the slopes."),
@@ -141,7 +141,7 @@ def test_reload_gives_identical_results(store, backend, tmp_path, caplog, monkey
         raise AssertionError("the saved index should have been loaded, not rebuilt")
 
     monkeypatch.setattr(type(fresh), "_build", no_build)
-    with caplog.at_level(logging.INFO, logger="frames_dspy.retrieval"):
+    with caplog.at_level(logging.INFO, logger="frames_dspy.retrieval.bm25"):
         loaded = build_retriever(store, backend=backend, index_dir=tmp_path)
     assert "loaded" in caplog.text
     assert loaded.index_path == fresh.index_path
@@ -162,13 +162,13 @@ def test_damaged_index_is_rebuilt_with_a_warning(store, backend, tmp_path, caplo
         data_files[0].unlink()
     else:
         data_files[0].write_bytes(data_files[0].read_bytes()[:-7])
-    with caplog.at_level(logging.WARNING, logger="frames_dspy.retrieval"):
+    with caplog.at_level(logging.WARNING, logger="frames_dspy.retrieval.bm25"):
         rebuilt = build_retriever(store, backend=backend, index_dir=tmp_path)
     assert "rebuilding" in caplog.text
     assert rebuilt.search("volcano lava", 3) == expected
     # The rebuilt folder is whole again and loads silently.
     caplog.clear()
-    with caplog.at_level(logging.WARNING, logger="frames_dspy.retrieval"):
+    with caplog.at_level(logging.WARNING, logger="frames_dspy.retrieval.bm25"):
         build_retriever(store, backend=backend, index_dir=tmp_path)
     assert caplog.text == ""
 
@@ -179,7 +179,7 @@ def test_mismatched_manifest_is_rebuilt(store, tmp_path, caplog):
     manifest = json.loads(manifest_path.read_text())
     manifest["key"]["fingerprint"] = "0" * 64
     manifest_path.write_text(json.dumps(manifest))
-    with caplog.at_level(logging.WARNING, logger="frames_dspy.retrieval"):
+    with caplog.at_level(logging.WARNING, logger="frames_dspy.retrieval.bm25"):
         build_retriever(store, index_dir=tmp_path)
     assert "different corpus" in caplog.text
 
@@ -289,8 +289,8 @@ def test_real_corpus_recall_and_backend_agreement(data_dir, tmp_path):
     Measured on this data: recall@10 over the first 50 questions is 0.64 for bm25s (0.67 for
     rank-bm25), and the two backends share 96% of their top-10 over those 50 questions.
     """
-    from frames_dspy.corpus import load_corpus
-    from frames_dspy.links import extract_links
+    from frames_dspy.data.corpus import load_corpus
+    from frames_dspy.data.links import extract_links
 
     store = load_corpus(
         data_dir / "frames_wiki/pages.jsonl.gz",

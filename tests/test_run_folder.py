@@ -1,4 +1,4 @@
-"""frames_dspy.run_folder: append-only predictions that survive kills and threads, provenance.
+"""frames_dspy.results.run_folder: append-only predictions that survive kills and threads.
 
 A run resumes from ``predictions.jsonl``, so the file must hold whole lines only: one per
 record, never two records interleaved, and no half line left by a killed writer.
@@ -16,10 +16,10 @@ from datetime import datetime, timedelta
 import dspy
 import pytest
 
-from frames_dspy import records as records_module
-from frames_dspy import run_folder
-from frames_dspy.records import QuestionRecord, read_records
-from frames_dspy.run_folder import (
+from frames_dspy.results import records as records_module
+from frames_dspy.results import run_folder
+from frames_dspy.results.records import QuestionRecord, read_records
+from frames_dspy.results.run_folder import (
     RunFolder,
     environment_record,
     package_versions,
@@ -131,7 +131,7 @@ def test_opening_repairs_a_torn_last_line(tmp_path, caplog):
     folder.mkdir()
     whole = '{"condition": "naive", "id": 0}\n{"condition": "naive", "id": 1}\n'
     (folder / "predictions.jsonl").write_text(whole + '{"condition": "nai', encoding="utf-8")
-    with caplog.at_level(logging.WARNING, logger="frames_dspy.records"):
+    with caplog.at_level(logging.WARNING, logger="frames_dspy.results.records"):
         run = RunFolder(folder)
     assert run.predictions.read_text(encoding="utf-8") == whole
     assert "incomplete last line" in caplog.text
@@ -144,7 +144,7 @@ def test_opening_leaves_a_whole_file_alone_and_empties_a_lone_torn_line(tmp_path
     whole.mkdir()
     text = '{"condition": "naive", "id": 0}\n'
     (whole / "predictions.jsonl").write_text(text, encoding="utf-8")
-    with caplog.at_level(logging.WARNING, logger="frames_dspy.records"):
+    with caplog.at_level(logging.WARNING, logger="frames_dspy.results.records"):
         RunFolder(whole)
     assert (whole / "predictions.jsonl").read_text(encoding="utf-8") == text
     assert caplog.records == []
@@ -178,7 +178,7 @@ def test_read_records_skips_blank_lines_and_a_torn_tail(tmp_path, caplog):
         '{"condition": "c", "id": 0}\n\n{"condition": "c", "id": 1}\n{"id": 2, "ans',
         encoding="utf-8",
     )
-    with caplog.at_level(logging.WARNING, logger="frames_dspy.records"):
+    with caplog.at_level(logging.WARNING, logger="frames_dspy.results.records"):
         assert read_records(path) == [rec("c", 0), rec("c", 1)]
     assert "ignoring an incomplete last line" in caplog.text
 

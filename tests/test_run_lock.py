@@ -24,7 +24,7 @@ from opt_helpers import quiet_optuna, run_tiny  # noqa: F401 (quiet_optuna: an a
 from test_faults import _data, _records
 from test_locks import _hold, _stop
 
-from frames_dspy.locks import FolderInUse, holder_of
+from frames_dspy.base.locks import FolderInUse, holder_of
 
 N_QUESTIONS = 20
 CONDITIONS = ("naive", "bm25-2")

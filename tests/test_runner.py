@@ -1,4 +1,4 @@
-"""frames_dspy.runner: one question loop for every entry point, on threads.
+"""frames_dspy.run.runner: one question loop for every entry point, on threads.
 
 Programs here are small fakes (their ``forward`` is scripted per question) or ``Naive`` on a
 DummyLM; the judge is a DummyLM that says FALSE. Finish order is forced with events, not
@@ -16,12 +16,12 @@ import dspy
 import pytest
 from dspy.utils.dummies import DummyLM
 
-from frames_dspy.accounting import CallBudget, attached_callbacks
-from frames_dspy.corpus import Article, ArticleStore
+from frames_dspy.data.corpus import Article, ArticleStore
 from frames_dspy.judge import Autorater
 from frames_dspy.lm import LMSetupError
+from frames_dspy.lm.accounting import CallBudget, attached_callbacks
 from frames_dspy.programs import CHARS_PER_TOKEN, Naive
-from frames_dspy.runner import RunAborted, Runner, run_question
+from frames_dspy.run.runner import RunAborted, Runner, run_question
 
 WAIT = 10  # seconds; only a safety net so a broken runner fails instead of hanging
 # The program LM of the scripted programs, which never call it (it has no answer to give).

@@ -1,4 +1,4 @@
-"""frames_dspy.session: settings in, a filled-in copy and the LMs, judge and store out.
+"""frames_dspy.run.session: settings in, a filled-in copy and the LMs, judge and store out.
 
 LMs are injected DummyLMs, or come from a recording stand-in for ``make_lm``: no real model
 is loaded. The data is ``tests/fixtures/eval_frames.csv`` and ``eval_corpus.jsonl`` (9
@@ -17,11 +17,11 @@ import dspy
 import pytest
 from dspy.utils.dummies import DummyLM
 
-import frames_dspy.session
-from frames_dspy.data import dataset_fingerprint, load_frames
+import frames_dspy.run.session
+from frames_dspy.data.questions import dataset_fingerprint, load_frames
 from frames_dspy.judge.autorater import AUTORATER
 from frames_dspy.lm import parse_spec
-from frames_dspy.session import (
+from frames_dspy.run.session import (
     JUDGE_MAX_TOKENS,
     SESSION_KEYS,
     ModelDataSettings,
@@ -88,7 +88,7 @@ def made(monkeypatch) -> list[tuple[str, dict]]:
         calls.append((spec, kwargs))
         return lm_for_tests()
 
-    monkeypatch.setattr(frames_dspy.session, "make_lm", fake_make_lm)
+    monkeypatch.setattr(frames_dspy.run.session, "make_lm", fake_make_lm)
     return calls
 
 

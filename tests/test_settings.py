@@ -1,4 +1,4 @@
-"""frames_dspy.settings: each setting declared once; options, records and commands derived."""
+"""frames_dspy.base.settings: each setting declared once; options, records and commands derived."""
 
 from __future__ import annotations
 
@@ -9,9 +9,9 @@ from pathlib import Path
 import pytest
 
 from frames_dspy import evaluate
-from frames_dspy.evaluation import EvalConfig
-from frames_dspy.session import ModelDataSettings
-from frames_dspy.settings import Option, command_args, options, setting, settings_markdown
+from frames_dspy.base.settings import Option, command_args, options, setting, settings_markdown
+from frames_dspy.run.evaluation import EvalConfig
+from frames_dspy.run.session import ModelDataSettings
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -89,8 +89,8 @@ def test_docs_settings_md_is_generated_from_the_declarations():
 
 
 def test_the_resume_keys_come_from_the_declarations():
-    from frames_dspy.evaluation import RESUME_KEYS
-    from frames_dspy.session import SESSION_KEYS
+    from frames_dspy.run.evaluation import RESUME_KEYS
+    from frames_dspy.run.session import SESSION_KEYS
     from optimize.config import STUDY_KEYS
 
     session = {"model", "api_base", "judge_model", "judge_api_base", "autorater",

@@ -1,4 +1,4 @@
-"""frames_dspy.signatures: what the prompts ask for, as the model sees it.
+"""frames_dspy.programs.signatures: what the prompts ask for, as the model sees it.
 
 Checks go through DSPy's ChatAdapter on a DummyLM where the point is the rendered prompt or the
 parsed reply, and read the signature classes where the point is their shape.
@@ -13,7 +13,7 @@ import pytest
 from dspy.utils.dummies import DummyLM
 from dspy.utils.exceptions import AdapterParseError
 
-from frames_dspy.signatures import (
+from frames_dspy.programs.signatures import (
     AnswerFromKnowledge,
     AnswerWithContext,
     GenerateQueries,

@@ -21,11 +21,16 @@ import pytest
 from dspy.utils.dummies import DummyLM
 
 from frames_dspy import evaluate
-from frames_dspy.corpus import CorpusError
-from frames_dspy.disk_index import MANIFEST, SnapshotRetriever, index_folder, open_snapshot
-from frames_dspy.evaluation import EvalConfig, run_evaluation
-from frames_dspy.retrieval import build_retriever
-from frames_dspy.snapshot import is_snapshot, parse_snapshot, stream_batches
+from frames_dspy.data.corpus import CorpusError
+from frames_dspy.data.snapshot import is_snapshot, parse_snapshot, stream_batches
+from frames_dspy.retrieval.bm25 import build_retriever
+from frames_dspy.retrieval.disk_index import (
+    MANIFEST,
+    SnapshotRetriever,
+    index_folder,
+    open_snapshot,
+)
+from frames_dspy.run.evaluation import EvalConfig, run_evaluation
 
 FIXTURES = Path(__file__).parent / "fixtures"
 REPO = Path(__file__).resolve().parents[1]
@@ -169,8 +174,8 @@ def test_a_redirect_resolves_through_the_link_tables_title(tmp_path, snapshot_fi
 
 _KILLED_BUILD = """
 import sys, time
-from frames_dspy import disk_index
-from frames_dspy.snapshot import parse_snapshot
+from frames_dspy.retrieval import disk_index
+from frames_dspy.data.snapshot import parse_snapshot
 index_chunk = disk_index._index_chunk
 def slow(*args, **kwargs):
     index_chunk(*args, **kwargs)
@@ -312,8 +317,8 @@ def test_a_snapshot_refuses_rank_bm25(tmp_path, snapshot_file):
 def test_waiting_builders_share_one_build(tmp_path, snapshot_file):
     # Two processes opening the same new index: one builds, the other waits and loads it.
     script = (
-        "import sys; from frames_dspy.disk_index import open_snapshot;"
-        "from frames_dspy.snapshot import parse_snapshot;"
+        "import sys; from frames_dspy.retrieval.disk_index import open_snapshot;"
+        "from frames_dspy.data.snapshot import parse_snapshot;"
         "s = open_snapshot(parse_snapshot(sys.argv[1]), index_dir=sys.argv[2], chunk_size=50);"
         "print(len(s), s.fingerprint)"
     )
@@ -335,7 +340,7 @@ def test_waiting_builders_share_one_build(tmp_path, snapshot_file):
 def test_the_data_command_reports_a_snapshots_coverage(
     tmp_path, snapshot_file, capsys, monkeypatch
 ):
-    from frames_dspy import data
+    from frames_dspy.data import __main__ as data
 
     monkeypatch.setenv("FRAMES_DSPY_CACHE", str(tmp_path / "cache"))
     code = data.main(

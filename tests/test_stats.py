@@ -1,10 +1,10 @@
-"""frames_dspy.stats: the exact McNemar test and the paired bootstrap, against hand values."""
+"""frames_dspy.results.stats: the exact McNemar test and the paired bootstrap, by hand values."""
 
 from __future__ import annotations
 
 import pytest
 
-from frames_dspy.stats import mcnemar_exact, paired_bootstrap_ci
+from frames_dspy.results.stats import mcnemar_exact, paired_bootstrap_ci
 
 
 @pytest.mark.parametrize(

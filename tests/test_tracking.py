@@ -1,4 +1,4 @@
-"""Tests for frames_dspy.tracking: runs, conditions, trials and traces in a real MLflow store.
+"""Tests for frames_dspy.run.tracking: runs, conditions, trials and traces in a real MLflow store.
 
 Every test writes a real local SQLite tracking store (MLflow's own client, no mock) in a
 temporary folder and reads it back with MLflow's search API.
@@ -17,8 +17,8 @@ from test_evaluate import LEITH, config_for, judge, program_lm
 from test_report_html import data, make_run  # noqa: F401 (data: a fixture)
 
 from frames_dspy import evaluate
-from frames_dspy.evaluation import run_evaluation
-from frames_dspy.tracking import TrackingUnavailable, check_tracking, store_uri
+from frames_dspy.run.evaluation import run_evaluation
+from frames_dspy.run.tracking import TrackingUnavailable, check_tracking, store_uri
 
 
 @pytest.fixture(autouse=True)

@@ -21,9 +21,9 @@ from pathlib import Path
 import pytest
 from mediawiki_server import MediaWiki
 
-from frames_dspy.corpus import default_aliases, load_articles, load_corpus
-from frames_dspy.download import DownloadError
-from frames_dspy.wikipedia import (
+from frames_dspy.data.corpus import default_aliases, load_articles, load_corpus
+from frames_dspy.data.download import DownloadError
+from frames_dspy.data.wikipedia import (
     _USER_AGENT,
     build_corpus,
     corpus_manifest,
@@ -363,7 +363,7 @@ def test_two_first_runs_at_once_fetch_the_corpus_once(tmp_path, monkeypatch, cap
         def first_run() -> None:
             paths.append(default_corpus(urls, api_url=wiki.url, say=lambda _: None, delay=0))
 
-        with caplog.at_level(logging.WARNING, logger="frames_dspy.locks"):
+        with caplog.at_level(logging.WARNING, logger="frames_dspy.base.locks"):
             runs = [threading.Thread(target=first_run) for _ in range(2)]
             for run in runs:
                 run.start()

@@ -6,7 +6,7 @@
         --judge-protocol rules+extract,lm --json
 
 The autorater is built exactly as ``python -m frames_dspy.evaluate`` builds it
-(:func:`frames_dspy.session.make_judge`), so the agreement printed is that of a run's
+(:func:`frames_dspy.run.session.make_judge`), so the agreement printed is that of a run's
 autorater. Only the judge's options are offered: validation runs no program model. Several
 protocols (comma-separated) are measured on the same items and shown side by side.
 
@@ -24,14 +24,20 @@ import sys
 from collections.abc import Sequence
 from pathlib import Path
 
-from frames_dspy import paths
-from frames_dspy.cli import CommandParser, positive_float, positive_int, start_command
+from frames_dspy.base import paths
+from frames_dspy.cli import (
+    CommandParser,
+    add_output_arguments,
+    positive_float,
+    positive_int,
+    start_command,
+)
 from frames_dspy.judge.labels import SPLIT_SEED, SPLITS, LabelError, load_labels, select_split
 from frames_dspy.judge.protocols import DEFAULT_PROTOCOL, JUDGE_PROTOCOLS
 from frames_dspy.judge.validate import ItemResult, render, render_side_by_side, validate
 from frames_dspy.lm import THREADS_DEFAULT, LMSetupError, parse_spec
 from frames_dspy.lm.cache import CACHE_MODES, use_cache
-from frames_dspy.session import ModelDataSettings, make_judge
+from frames_dspy.run.session import ModelDataSettings, make_judge
 
 
 def build_parser() -> CommandParser:
@@ -92,7 +98,6 @@ def build_parser() -> CommandParser:
         default="on",
         help="DSPy's response cache for judge calls (default %(default)s)",
     )
-    check.add_argument("--json", action="store_true", help="print one JSON object")
     check.add_argument(
         "--threads",
         type=positive_int("--threads"),
@@ -106,7 +111,7 @@ def build_parser() -> CommandParser:
         metavar="N",
         help="list at most N disagreeing items (default: all)",
     )
-    check.add_argument("--quiet", action="store_true", help="no progress on stderr")
+    add_output_arguments(check, "validate")
     return parser
 
 

@@ -4,7 +4,7 @@ The paper scores a response with an LM that decides whether the meaning and vita
 gold answer are present in it. Here the rules of :mod:`frames_dspy.judge.rules` decide first:
 an empty response, a refusal, a hedge, another number or date, the gold answer stated in any
 common form. An item they decide makes no LM call; everything else goes to the judge
-(:class:`~frames_dspy.signatures.JudgeAnswer`), which explains and then says TRUE or FALSE.
+(:class:`~frames_dspy.programs.signatures.JudgeAnswer`), which explains and then says TRUE or FALSE.
 
 Where the judge's backend returns log-probabilities (the embedded llama.cpp model does, and so
 do OpenAI-style APIs), the autorater reads P(TRUE) at the decision token and keeps it with the
@@ -36,7 +36,7 @@ from frames_dspy.judge.protocols import (
     widen,
 )
 from frames_dspy.judge.rules import WHOLE_RESPONSE_RULES, decide
-from frames_dspy.signatures import JudgeAnswer
+from frames_dspy.programs.signatures import JudgeAnswer
 
 logger = logging.getLogger(__name__)
 
@@ -186,7 +186,7 @@ class Autorater:
             compare it; then the LM's verdict), ``rules+lm`` (rules, then the verdict) or
             ``lm`` (the paper's: the verdict on every item). Runs use
             :data:`~frames_dspy.judge.protocols.DEFAULT_PROTOCOL`
-            (:func:`frames_dspy.session.make_judge`); a bare ``Autorater`` asks for verdicts.
+            (:func:`frames_dspy.run.session.make_judge`); a bare ``Autorater`` asks for verdicts.
         use_rules: False is the ``lm`` protocol (kept for callers of earlier versions).
         decide_by: ``text`` (the judge's written TRUE/FALSE) or ``p_true`` (P(TRUE) against
             ``threshold``; the text decides when the backend returns no log-probabilities).

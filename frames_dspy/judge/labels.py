@@ -1,6 +1,6 @@
 """Hand-labelled autorater items, and how well a decider does on them.
 
-A labelled file (``FRAMES_JUDGE_LABELS``, see :mod:`frames_dspy.paths`) is JSONL with one item
+A labelled file (``FRAMES_JUDGE_LABELS``, see :mod:`frames_dspy.base.paths`) is JSONL with one item
 a line: ``question``, ``gold``, ``response``, ``label`` (true when the response is correct),
 ``kind`` (what sort of response it is: exact, paraphrase, hedge, ...) and optionally ``id``
 (the FRAMES question id) and ``case``. :func:`score_rules` measures a decider that may abstain

@@ -6,7 +6,8 @@ Three protocols (:data:`JUDGE_PROTOCOLS`):
   rest the LM is asked a question small models answer well, *which single answer does the
   response commit to* (:class:`ExtractAnswer`, never shown the gold), and the rules compare
   that answer with the gold. Only when they still cannot decide, or the LM's answer is not in
-  the response, is the LM asked for a verdict (:class:`~frames_dspy.signatures.JudgeAnswer`).
+  the response, is the LM asked for a verdict
+  (:class:`~frames_dspy.programs.signatures.JudgeAnswer`).
 - ``rules+lm``: the rules, then the LM's verdict on the whole response.
 - ``lm``: the FRAMES paper's autorater alone: the LM's verdict on every response, no rules
   (an empty response aside). For a strong judge and numbers comparable with the paper's.

@@ -187,7 +187,7 @@ def validate(
     Args:
         items: Labelled items (:func:`frames_dspy.judge.labels.load_labels`).
         autorater: The autorater to measure, built as a run builds it
-            (:func:`frames_dspy.session.make_judge`).
+            (:func:`frames_dspy.run.session.make_judge`).
         threads: Items judged at once (the embedded model serialises its calls anyway).
         on_result: Called with each result as it finishes (progress).
     """

@@ -28,14 +28,15 @@ DSPy's ``ContextWindowExceededError`` naming the prompt's tokens and the window.
 
 The package is split by concern: :mod:`~frames_dspy.lm.specs` (spec strings and bundled
 models), :mod:`~frames_dspy.lm.weights` (model files and checksums),
-:mod:`~frames_dspy.lm.llama_engine` (the in-process engine), :mod:`~frames_dspy.lm.litellm_setup`
+:mod:`~frames_dspy.lm.engine` (the embedded llama.cpp engine, fenced in its own package),
+:mod:`~frames_dspy.lm.litellm_setup`
 (API model checks), :mod:`~frames_dspy.lm.errors`, :mod:`~frames_dspy.lm.factory`
 (:func:`make_lm`) and :mod:`~frames_dspy.lm.usage` (windows, token counts, usage totals).
 """
 
+from frames_dspy.lm.engine.llama_engine import LlamaCppEngine, loaded_models
 from frames_dspy.lm.errors import LMCallError, LMSetupError
 from frames_dspy.lm.factory import FramesLM, make_lm
-from frames_dspy.lm.llama_engine import LlamaCppEngine, loaded_models
 from frames_dspy.lm.specs import (
     API_THREADS,
     BUNDLED_MODELS,

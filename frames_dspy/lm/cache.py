@@ -10,7 +10,7 @@ which answers came from the cache. :func:`use_cache` wraps DSPy's cache once per
 - ``off`` neither reads nor writes, ``refresh`` writes fresh answers over cached ones without
   reading, ``on`` reads and writes;
 - every hit is counted against the current question's meter
-  (:func:`frames_dspy.accounting.note_cache_hit`), so a resumed or repeated run reports
+  (:func:`frames_dspy.lm.accounting.note_cache_hit`), so a resumed or repeated run reports
   cached calls as cached, not as free ones.
 """
 
@@ -21,7 +21,7 @@ from typing import Any
 
 import dspy
 
-from frames_dspy.accounting import note_cache_hit
+from frames_dspy.lm.accounting import note_cache_hit
 
 __all__ = ["CACHE_MODES", "RunCache", "use_cache", "cache_mode"]
 

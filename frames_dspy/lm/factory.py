@@ -13,16 +13,16 @@ from typing import Any
 import dspy
 from dspy.utils.exceptions import LMConfigurationError, LMError
 
-from frames_dspy.accounting import note_retry
+from frames_dspy.lm.accounting import note_retry
+from frames_dspy.lm.engine.llama_engine import LlamaCppEngine
+from frames_dspy.lm.engine.llama_process import _import_llama_cpp
+from frames_dspy.lm.engine.prompt_cache import DEFAULT_MB
 from frames_dspy.lm.errors import RETRYABLE, LMSetupError, classify
 from frames_dspy.lm.litellm_setup import (
     _check_reachable,
     _resolve_api_key,
     _use_packaged_model_map,
 )
-from frames_dspy.lm.llama_engine import LlamaCppEngine
-from frames_dspy.lm.llama_process import _import_llama_cpp
-from frames_dspy.lm.prompt_cache import DEFAULT_MB
 from frames_dspy.lm.specs import (
     BUNDLED_MODELS,
     DEFAULT_LOCAL_MAX_TOKENS,
@@ -46,7 +46,7 @@ class FramesLM(dspy.LM):
     Built by :func:`make_lm`; behaves like ``dspy.LM`` otherwise. Rate limits, server errors,
     dropped connections and API timeouts are retried ``max_retries`` times with exponential
     backoff (honouring a server's ``Retry-After``); each retry is counted against the current
-    question's meter (:func:`frames_dspy.accounting.note_retry`). A fault that outlives its
+    question's meter (:func:`frames_dspy.lm.accounting.note_retry`). A fault that outlives its
     retries raises :class:`LMCallError` (a run records it and goes on); a set-up problem
     (credentials, an unknown model) raises :class:`LMSetupError` at once (a run stops). The
     original DSPy error is the ``__cause__``.
@@ -221,19 +221,14 @@ def make_lm(
             connections, timeouts); None means 0 for embedded models (a local failure repeats)
             and 3 for API models.
         retry_backoff: Seconds before the first retry, doubled for each further one.
-        n_threads: CPU threads for embedded models (default: all available cores).
-        extra_buffers: Embedded models: llama.cpp's extra CPU buffers (AMX, repacked
-            weights), ``"auto"`` (on unless they crash; the default, or
-            ``FRAMES_DSPY_EXTRA_BUFFERS``), ``"on"`` or ``"off"``.
-        isolation: Embedded models: ``"process"`` (a worker process, the default: a native
-            crash fails one call, not the caller) or ``"inline"`` (this process).
-        flash_attn: Embedded models: llama.cpp's flash attention. Off by default: on this
-            CPU it read long prompts 12-20% faster but wrote tokens more slowly and batches of
-            2-63 tokens three times more slowly, which made multi-step conditions slower.
-        lookup_decoding: Embedded models: draft tokens copied from the prompt and verify
-            them in one batch (faster replies that copy the prompt; same rare near-ties).
-        prefix_states_mb: Embedded models: MiB of recent prompts' KV states to keep, so a call
-            resumes from whichever shares most of its prompt (0: only the live cache).
+        n_threads, extra_buffers, isolation, flash_attn, lookup_decoding, prefix_states_mb:
+            Embedded models only, passed to :class:`LlamaCppEngine` (see there): CPU threads
+            (default: all available cores); llama.cpp's extra CPU buffers (``"auto"``, the
+            default or ``FRAMES_DSPY_EXTRA_BUFFERS``: on unless they crash; ``"on"``, ``"off"``);
+            ``"process"`` isolation (a worker process, the default: a native crash fails one
+            call, not the caller) or ``"inline"``; flash attention (off: on this CPU it made
+            multi-step conditions slower); drafts copied from the prompt, verified in one batch;
+            MiB of recent prompts' KV states kept to resume from (0: only the live cache).
         check_connection: Check at once that ``api_base`` accepts connections.
         **kwargs: Further generation settings sent with every request (e.g. ``top_p``,
             ``top_k``, ``frequency_penalty``); they are part of DSPy's cache key.
@@ -250,45 +245,85 @@ def make_lm(
     settings = {key: value for key, value in kwargs.items() if value is not None}
     if seed is not None:
         settings["seed"] = seed
-    if parsed.embedded:
-        if api_base or api_key:
-            raise ValueError(
-                f"api_base/api_key do not apply to the embedded model {spec!r}; "
-                "for a llama.cpp server use make_lm('openai/<name>', api_base=...)"
-            )
-        _import_llama_cpp()
-        path, model = _bundled_or_file(parsed)
-        engine = LlamaCppEngine(
-            path,
-            n_ctx=n_ctx or parsed.default_n_ctx,
-            n_threads=n_threads,
-            seed=seed or 0,
-            timeout=timeout,
-            extra_buffers=extra_buffers,
-            isolation=isolation,
-            flash_attn=flash_attn,
-            lookup_decoding=lookup_decoding,
-            prefix_states_mb=prefix_states_mb,
-        )
-        return FramesLM(
-            model,
-            engine=engine,
-            temperature=temperature,
-            max_tokens=max_tokens or DEFAULT_LOCAL_MAX_TOKENS,
-            cache=cache,
-            max_retries=0 if num_retries is None else num_retries,
-            retry_backoff=retry_backoff,
-            model_spec=parsed,
-            context_window=engine.n_ctx,
-            **settings,
-        )
+    lm_args = {"temperature": temperature, "max_tokens": max_tokens, "cache": cache}
+    lm_args.update(num_retries=num_retries, retry_backoff=retry_backoff, settings=settings)
+    if not parsed.embedded:
+        server = {"api_base": api_base, "api_key": api_key, "timeout": timeout}
+        return _api_lm(parsed, server, n_ctx=n_ctx, check_connection=check_connection, **lm_args)
+    engine = {"n_ctx": n_ctx, "n_threads": n_threads, "seed": seed, "timeout": timeout}
+    engine.update(extra_buffers=extra_buffers, isolation=isolation, flash_attn=flash_attn)
+    engine.update(lookup_decoding=lookup_decoding, prefix_states_mb=prefix_states_mb)
+    return _embedded_lm(parsed, engine, spec=spec, server=(api_base, api_key), **lm_args)
 
+
+def _embedded_lm(
+    parsed: ModelSpec,
+    engine_settings: dict[str, Any],
+    *,
+    spec: str,
+    server: tuple[str | None, str | None],
+    temperature: float,
+    max_tokens: int | None,
+    cache: bool,
+    num_retries: int | None,
+    retry_backoff: float,
+    settings: dict[str, Any],
+) -> FramesLM:
+    """:func:`make_lm` for an embedded model: its weights, a llama.cpp engine, the LM."""
+    if any(server):
+        raise ValueError(
+            f"api_base/api_key do not apply to the embedded model {spec!r}; "
+            "for a llama.cpp server use make_lm('openai/<name>', api_base=...)"
+        )
+    _import_llama_cpp()
+    path, model = _bundled_or_file(parsed)
+    engine = LlamaCppEngine(
+        path,
+        n_ctx=engine_settings["n_ctx"] or parsed.default_n_ctx,
+        n_threads=engine_settings["n_threads"],
+        seed=engine_settings["seed"] or 0,
+        timeout=engine_settings["timeout"],
+        extra_buffers=engine_settings["extra_buffers"],
+        isolation=engine_settings["isolation"],
+        flash_attn=engine_settings["flash_attn"],
+        lookup_decoding=engine_settings["lookup_decoding"],
+        prefix_states_mb=engine_settings["prefix_states_mb"],
+    )
+    return FramesLM(
+        model,
+        engine=engine,
+        temperature=temperature,
+        max_tokens=max_tokens or DEFAULT_LOCAL_MAX_TOKENS,
+        cache=cache,
+        max_retries=0 if num_retries is None else num_retries,
+        retry_backoff=retry_backoff,
+        model_spec=parsed,
+        context_window=engine.n_ctx,
+        **settings,
+    )
+
+
+def _api_lm(
+    parsed: ModelSpec,
+    server: dict[str, Any],
+    *,
+    temperature: float,
+    max_tokens: int | None,
+    n_ctx: int | None,
+    cache: bool,
+    num_retries: int | None,
+    retry_backoff: float,
+    check_connection: bool,
+    settings: dict[str, Any],
+) -> FramesLM:
+    """:func:`make_lm` for a LiteLLM model: reachability, the API key, the LM."""
     model = parsed.value
+    api_base, api_key = server["api_base"], server["api_key"]
     _use_packaged_model_map()
     if api_base and check_connection:
         _check_reachable(api_base)
     key = _resolve_api_key(model, api_key, api_base)
-    client = {"api_base": api_base, "api_key": key, "timeout": timeout}
+    client = {"api_base": api_base, "api_key": key, "timeout": server["timeout"]}
     try:
         return FramesLM(
             model,

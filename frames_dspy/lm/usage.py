@@ -10,8 +10,8 @@ from typing import Any
 
 import dspy
 
+from frames_dspy.lm.engine.llama_engine import LlamaCppEngine
 from frames_dspy.lm.litellm_setup import _import_litellm
-from frames_dspy.lm.llama_engine import LlamaCppEngine
 
 __all__ = ["UsageTotals", "context_window", "count_tokens", "usage_totals"]
 

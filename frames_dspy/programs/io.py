@@ -17,8 +17,8 @@ from typing import Any
 
 import dspy
 
-from frames_dspy.corpus import ArticleStore
-from frames_dspy.files import atomic_write_json
+from frames_dspy.base.files import atomic_write_json
+from frames_dspy.data.corpus import ArticleStore
 from frames_dspy.programs.modules import build_program
 from frames_dspy.programs.spec import ProgramSpec
 

@@ -28,17 +28,17 @@ from typing import Any
 import dspy
 from dspy.utils.exceptions import AdapterParseError
 
-from frames_dspy.corpus import Article, ArticleStore
+from frames_dspy.data.corpus import Article, ArticleStore
 from frames_dspy.programs.packing import CHARS_PER_TOKEN, PackedContext, pack_articles
 from frames_dspy.programs.queries import capitalised_phrases, clean_queries
-from frames_dspy.programs.spec import ProgramSpec, register_kind
-from frames_dspy.signatures import (
+from frames_dspy.programs.signatures import (
     AnswerFromKnowledge,
     AnswerWithContext,
     GenerateQueries,
     NameArticles,
     PlanQueries,
 )
+from frames_dspy.programs.spec import ProgramSpec, register_kind
 
 logger = logging.getLogger(__name__)
 

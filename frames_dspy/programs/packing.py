@@ -11,8 +11,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from frames_dspy.accounting import CHARS_PER_TOKEN
-from frames_dspy.corpus import Article
+from frames_dspy.data.corpus import Article
+from frames_dspy.lm.accounting import CHARS_PER_TOKEN
 
 __all__ = ["CHARS_PER_TOKEN", "PackedContext", "pack_articles"]
 

@@ -1,0 +1,169 @@
+"""Every figure of a set of prediction records, computed here and nowhere else.
+
+``table.md``, ``summary.json``, the HTML report, a study's dev score, the final test score
+and the comparison of two runs all take their numbers from :func:`summarize` (or, for one
+question, from the properties of :class:`~frames_dspy.results.records.QuestionRecord`), so a figure
+means the same wherever it is printed.
+
+Tokens per question are *metered* tokens of the program LM (every call, cached or not; see
+:mod:`frames_dspy.results.records`); ``reported_tokens_per_question`` is what the LM reported
+(cached calls count 0), shown for the money it stands for.
+"""
+
+from __future__ import annotations
+
+import math
+from collections import Counter
+from collections.abc import Iterable, Sequence
+from typing import Any
+
+from frames_dspy.judge.autorater import JUDGE_METHODS, is_rule_method, method_counts
+from frames_dspy.programs import CONDITIONS
+from frames_dspy.results.metrics import mean_recall
+from frames_dspy.results.records import QuestionRecord, unique_records
+
+__all__ = [
+    "CONDITION_ORDER",
+    "ordered_conditions",
+    "by_condition",
+    "wilson_interval",
+    "summarize_records",
+    "summarize",
+    "objective_value",
+]
+
+#: Tables list conditions in the order of :data:`frames_dspy.programs.CONDITIONS`.
+CONDITION_ORDER = list(CONDITIONS)
+
+
+def ordered_conditions(names: Iterable[str]) -> list[str]:
+    """The paper's conditions in table order, then any others sorted."""
+    names = set(names)
+    return [c for c in CONDITION_ORDER if c in names] + sorted(names - set(CONDITION_ORDER))
+
+
+def by_condition(records: Iterable[QuestionRecord]) -> dict[str, list[QuestionRecord]]:
+    """Records grouped by condition, conditions in table order."""
+    groups: dict[str, list[QuestionRecord]] = {}
+    for record in records:
+        groups.setdefault(record.condition, []).append(record)
+    return {name: groups[name] for name in ordered_conditions(groups)}
+
+
+def wilson_interval(successes: int, n: int, z: float = 1.96) -> tuple[float, float]:
+    """The Wilson score interval for a proportion (95% by default); (nan, nan) when n is 0."""
+    if n == 0:
+        return (math.nan, math.nan)
+    p = successes / n
+    denom = 1 + z * z / n
+    centre = (p + z * z / (2 * n)) / denom
+    half = z * math.sqrt(p * (1 - p) / n + z * z / (4 * n * n)) / denom
+    return (max(0.0, centre - half), min(1.0, centre + half))
+
+
+def _mean(values: Iterable[float | None]) -> float | None:
+    kept = [v for v in values if v is not None and not (isinstance(v, float) and math.isnan(v))]
+    return sum(kept) / len(kept) if kept else None
+
+
+def _error_kinds(records: Sequence[QuestionRecord]) -> dict[str, int]:
+    # Records written before error_kind existed: the type name leads the repr.
+    kinds = Counter(r.error_kind or r.error.split("(")[0] for r in records if r.failed)
+    return dict(kinds.most_common())
+
+
+def _answer_in_context(records: Sequence[QuestionRecord]) -> dict[str, Any]:
+    """How often the gold answer was in the answer step's context, over the questions where
+    that could be checked, and how many wrong answers had it there (the model's failures)."""
+    checked = [r for r in records if r.answer_in_context is not None]
+    present = [r for r in checked if r.answer_in_context is True]
+    return {
+        "answer_in_context": len(present) / len(checked) if checked else None,
+        "answer_in_context_n": len(checked),
+        "wrong_with_answer_in_context": sum(not r.is_correct for r in present),
+    }
+
+
+def summarize_records(records: Sequence[QuestionRecord]) -> dict[str, Any]:
+    """The figures of one condition's records (see :func:`summarize`)."""
+    records, duplicates = unique_records(records)
+    n = len(records)
+    correct = sum(r.is_correct for r in records)
+    judge_errors = sum(r.judge_failed for r in records)
+    program_errors = sum(r.failed for r in records)
+    low, high = wilson_interval(correct, n)
+    judged = n - judge_errors
+    methods = [r.judge_method for r in records]
+    recall, recall_n = mean_recall(r.recall for r in records)
+    costs = [r.cost_usd for r in records if r.cost_usd is not None]
+
+    def per_q(total: float) -> float:
+        return total / n if n else 0.0
+
+    return {
+        "n": n,
+        "correct": correct,
+        "accuracy": correct / n if n else None,
+        "ci95": [low, high],
+        "accuracy_judged": correct / judged if judged else None,
+        "program_errors": program_errors,
+        "program_error_rate": program_errors / n if n else 0.0,
+        "program_errors_by_kind": _error_kinds(records),
+        "judge_errors": judge_errors,
+        "judge_calls": sum(m in JUDGE_METHODS for m in methods),
+        "verdicts_by_method": method_counts(methods),
+        "rule_verdicts": sum(is_rule_method(m) for m in methods),
+        "lm_verdicts": sum(m in JUDGE_METHODS for m in methods),
+        "lm_verdicts_with_p_true": sum(r.judge_p_true is not None for r in records),
+        "lm_calls": sum(r.lm_calls + r.judge_calls for r in records),
+        "cached_calls": sum(r.cached_calls + r.judge_cached_calls for r in records),
+        "retries": sum(r.retries for r in records),
+        "recall_by_round": recall,
+        "recall_n": recall_n,
+        **_answer_in_context(records),
+        "tokens_per_question": per_q(sum(r.tokens for r in records)),
+        "reported_tokens_per_question": per_q(sum(r.reported_tokens for r in records)),
+        "lm_calls_per_question": per_q(sum(r.lm_calls for r in records)),
+        "cost_usd": sum(costs) if costs else None,
+        "query_repetition_rate": _mean(r.query_repetition_rate for r in records),
+        "seconds_per_question": per_q(sum(r.seconds for r in records)),
+        "duplicates_ignored": duplicates,
+    }
+
+
+def summarize(records: Iterable[QuestionRecord]) -> dict[str, dict[str, Any]]:
+    """Per condition: accuracy with a 95% interval over every question tried, failures by
+    kind, judge errors, who decided (verdicts per method, rules and LM), cached calls and
+    retries, whether the gold answer was in the answer step's context, recall per round (over
+    every question with a gold article), tokens, LM calls and seconds per question.
+
+    A question counts once: a (condition, question) recorded more than once (by an older
+    version, or two runs that wrote one folder at once) counts its last record, and
+    ``duplicates_ignored`` says how many records that left out.
+
+    A program error or a judge error counts as not correct, so ``n`` is every question tried
+    and nothing is averaged over the successes only; ``accuracy_judged`` leaves judge errors
+    out, for comparison. ``lm_calls`` and ``cached_calls`` count program and judge calls;
+    ``lm_calls_per_question`` and the tokens count the program's alone.
+    """
+    return {name: summarize_records(group) for name, group in by_condition(records).items()}
+
+
+def objective_value(row: dict[str, Any], objective: str) -> float:
+    """A study's first objective from a :func:`summarize_records` row.
+
+    ``accuracy`` and ``recall`` (after the last round) are 0 when nothing was measured;
+    ``accuracy+recall`` adds recall as less than one question's worth of accuracy, so it
+    only breaks ties.
+    """
+    accuracy = row["accuracy"] or 0.0
+    recall = row["recall_by_round"][-1] if row["recall_by_round"] else 0.0
+    if objective == "accuracy":
+        return accuracy
+    if objective == "recall":
+        return recall
+    if objective == "accuracy+recall":
+        return accuracy + recall / (row["n"] + 1)
+    raise ValueError(
+        f"unknown objective {objective!r}; choose one of accuracy, recall, accuracy+recall"
+    )
