@@ -1,9 +1,10 @@
 """``docs/autorater-rules.md``: the autorater's rules as the code declares them.
 
 Generated from :data:`~frames_dspy.judge.rules.PIPELINE` (each step's one-line ``decides``
-and the verdicts it gives) and :data:`~frames_dspy.judge.rules.RULES` (what each verdict
-means), so the page cannot drift from the code: ``python -m frames_dspy.judge.rules_doc >
-docs/autorater-rules.md`` rewrites it, and a test checks the committed page.
+and the verdicts it gives, declared in its own module of :mod:`frames_dspy.judge.steps`) and
+:data:`~frames_dspy.judge.rules.RULES` (what each verdict means), so the page cannot drift
+from the code: ``python -m frames_dspy.judge.rules_doc > docs/autorater-rules.md`` rewrites
+it, and a test checks the committed page.
 """
 
 from __future__ import annotations
@@ -13,7 +14,8 @@ from frames_dspy.judge.rules import PIPELINE, RULES
 __all__ = ["rules_markdown"]
 
 _INTRO = (
-    "Generated from the code (`frames_dspy/judge/rules.py`): do not edit by hand; run "
+    "Generated from the code (the steps of `frames_dspy/judge/steps/`, in the order "
+    "`frames_dspy/judge/rules.py` tries them): do not edit by hand; run "
     "`python -m frames_dspy.judge.rules_doc > docs/autorater-rules.md`. How the rules are "
     "used, and how well they agree with hand labels, is on the [autorater](autorater.md) page."
 )
