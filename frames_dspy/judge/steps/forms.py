@@ -10,7 +10,7 @@ import re
 
 from frames_dspy.judge.gold_forms import Part, same_words
 
-__all__ = ["matches_part", "number_changed", "numeral", "strip_frame"]
+__all__ = ["ROMAN", "matches_part", "number_changed", "numeral", "strip_frame"]
 
 _FRAME = re.compile(
     r"^\W*(?:(?:the answer is|answer:|it is|it's|it was|this is|this was|that is|that's|"
@@ -32,7 +32,8 @@ def matches_part(words: tuple[str, ...], part: Part) -> bool:
     )
 
 
-_ROMAN = re.compile(r"m{0,3}(?:cm|cd|d?c{0,3})(?:xc|xl|l?x{0,3})(?:ix|iv|v?i{0,3})")
+#: A Roman numeral, lower case (it also matches the empty string and a lone c, d, l or m).
+ROMAN = re.compile(r"m{0,3}(?:cm|cd|d?c{0,3})(?:xc|xl|l?x{0,3})(?:ix|iv|v?i{0,3})")
 _ROMAN_VALUES = {"i": 1, "v": 5, "x": 10, "l": 50, "c": 100, "d": 500, "m": 1000}
 
 
@@ -43,7 +44,7 @@ def numeral(word: str) -> float | None:
             return float(word)
         except ValueError:
             return None
-    if not _ROMAN.fullmatch(word) or (len(word) == 1 and word not in "ivx"):
+    if not ROMAN.fullmatch(word) or (len(word) == 1 and word not in "ivx"):
         return None  # a lone C, D, L or M is an initial ("Dwight D Eisenhower")
     values = [_ROMAN_VALUES[c] for c in word]
     return float(sum(-v if v < n else v for v, n in zip(values, [*values[1:], 0], strict=True)))
