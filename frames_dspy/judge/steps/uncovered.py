@@ -26,6 +26,8 @@ from frames_dspy.judge.verdict import RuleVerdict
 
 __all__ = ["STEP", "uncovered"]
 
+# A month name in any case ("october 1" as well as "October 1").
+_MONTH = re.compile(rf"\b(?:{'|'.join(sorted(MONTHS, key=len, reverse=True))})\b")
 # "03/11/2009", "3.11.09": day and month in either order.
 _NUMERIC_DATE = re.compile(r"\b(\d{1,2})[/.-](\d{1,2})[/.-](\d{2}|\d{4})\b")
 
@@ -39,8 +41,7 @@ def _carries(vital: Vital, response: str, quantities: list[Quantity]) -> bool:
         return vital.quantity.year_like and int(vital.quantity.value) in years
     if vital.kind == "date":
         g = vital.date
-        months = "|".join(sorted(MONTHS, key=len, reverse=True))
-        capital = re.sub(rf"\b(?:{months})\b", lambda m: m.group().title(), fold(response))
+        capital = _MONTH.sub(lambda m: m.group().title(), fold(response))
         if any(
             (d.month, d.day) == (g.month, g.day) and (d.year in (None, g.year) or g.year is None)
             for d in parse_dates(capital)  # "october 1" as well as "October 1"
