@@ -35,16 +35,16 @@ from frames_dspy.judge.answer_forms import (
     parse_quantities,
 )
 from frames_dspy.judge.gold_forms import (
+    BRACKETED,
     analyse_gold,
     is_multi_part_question,
     question_asks,
     singular,
 )
-from frames_dspy.judge.words import FUNCTION_WORDS, NAME_TITLES, PLACE_NOUNS, word_set
+from frames_dspy.judge.words import FUNCTION_WORDS, NAME_TITLES, PLACE_NOUNS, WORD, word_set
 
 __all__ = [
     "MONTHS",
-    "WORD",
     "Vital",
     "name_runs",
     "norm_word",
@@ -79,8 +79,6 @@ class Vital:
     any_of: bool = False
 
 
-WORD = re.compile(r"[A-Za-z][A-Za-z'’]*|\d+(?:[.,]\d+)*")
-_PAREN = re.compile(r"\s*\(([^()]*)\)")
 MONTHS = frozenset(m.casefold().rstrip(".") for m in MONTH_NAMES)
 # Capitalised words that are no name of their own.
 _NOT_NAMES = FUNCTION_WORDS | NAME_TITLES | PLACE_NOUNS | MONTHS | word_set("i")
@@ -257,8 +255,8 @@ def vital_parts(question: str, gold: str, *, every_kind: bool = False) -> list[l
     sentences = _sentences(text)
     if len(sentences) > 1 and not is_multi_part_question(question):
         text = sentences[-1].rstrip(" .;!")  # an explanation ending in its answer
-    aliases = [a for a in _PAREN.findall(text) if WORD.search(a)]
-    main = _PAREN.sub("", text).strip(" ,;")
+    aliases = [a for a in BRACKETED.findall(text) if WORD.search(a)]
+    main = BRACKETED.sub("", text).strip(" ,;")
     forms = [_parts_of(main, question, every_kind)]
     forms += [_parts_of(a, question, every_kind) for a in aliases]
     return [f for f in forms if f] if forms[0] else []

@@ -10,7 +10,6 @@ import re
 
 from frames_dspy.judge.answer_forms import Quantity, compare_quantities, fold
 from frames_dspy.judge.coverage import (
-    WORD,
     Vital,
     name_runs,
     norm_word,
@@ -20,7 +19,7 @@ from frames_dspy.judge.coverage import (
 from frames_dspy.judge.names import carries_name
 from frames_dspy.judge.steps.base import Case, Rule
 from frames_dspy.judge.verdict import RuleVerdict
-from frames_dspy.judge.words import FUNCTION_WORDS, word_set
+from frames_dspy.judge.words import FUNCTION_WORDS, WORD, word_set
 
 __all__ = ["STEP", "moved_on"]
 

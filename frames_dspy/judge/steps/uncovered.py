@@ -12,7 +12,6 @@ import re
 from frames_dspy.judge.answer_forms import Quantity, compare_quantities, fold, parse_dates
 from frames_dspy.judge.coverage import (
     MONTHS,
-    WORD,
     Vital,
     norm_word,
     range_quantities,
@@ -23,6 +22,7 @@ from frames_dspy.judge.names import carries_name
 from frames_dspy.judge.steps.base import Case, Rule
 from frames_dspy.judge.steps.forms import ROMAN
 from frames_dspy.judge.verdict import RuleVerdict
+from frames_dspy.judge.words import WORD
 
 __all__ = ["STEP", "uncovered"]
 
