@@ -48,14 +48,16 @@ def rules_markdown() -> str:
         "",
         "## The verdicts",
         "",
-        "A record's `judge_method` is one of these names when a rule decided.",
+        "A record's `judge_method` is one of these names when a rule decided; the last column "
+        "names the steps (files of `frames_dspy/judge/steps/`) that give it.",
         "",
-        "| verdict | gives | when |",
-        "|---|---|---|",
+        "| verdict | gives | when | given by the steps |",
+        "|---|---|---|---|",
     ]
     for name, text in RULES.items():
         outcome, _, when = text.partition(": ")
-        lines.append(f"| `{name}` | {outcome} | {_cell(when)} |")
+        steps = ", ".join(f"`{rule.name}`" for rule in PIPELINE if name in rule.verdicts)
+        lines.append(f"| `{name}` | {outcome} | {_cell(when)} | {steps or 'before any step'} |")
     return "\n".join(lines) + "\n"
 
 
