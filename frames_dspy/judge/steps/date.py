@@ -19,10 +19,12 @@ from frames_dspy.judge.verdict import RuleVerdict
 
 __all__ = ["STEP", "decide_date"]
 
+# "05/02/2011", "25.08.1972": day or month first is not known, so such a date is not read.
 _NUMERIC_DATE = re.compile(r"\b\d{1,2}[/.-]\d{1,2}[/.-]\d{2,4}\b")
 
 
 def decide_date(form: GoldForm, resp: Response, question: str) -> RuleVerdict | None:
+    """The verdict on a date gold from the response's dates (those the question gives aside)."""
     gold = form.date
     asked = {(d.year, d.month, d.day) for d in parse_dates(question)}
     dates = [

@@ -32,8 +32,8 @@ _CONCLUSION = re.compile(
     r"which is|equals?|difference)\b",
     re.IGNORECASE,
 )
-
-
+# What a question says when it asks for the kind of quantity a unit measures.
+_ASKED_MONEY = r"\b(?:much|cost|price|worth|gross\w*|earn\w*|revenue|paid|sold|dollars?)\b"
 _ASKED_UNIT = {
     "calendar": r"\b(?:years?|months?|decades?|centur\w+|old|age)\b",
     "duration": r"\b(?:days?|hours?|minutes?|seconds?|weeks?|long)\b",
@@ -44,10 +44,7 @@ _ASKED_UNIT = {
 def _unit_asked(q: Quantity, question: str) -> bool:
     """Whether the question asks for the kind of quantity the response's unit measures."""
     dimension = q.dimension
-    if dimension.startswith("money"):
-        pattern = r"\b(?:much|cost|price|worth|gross\w*|earn\w*|revenue|paid|sold|dollars?)\b"
-    else:
-        pattern = _ASKED_UNIT.get(dimension)
+    pattern = _ASKED_MONEY if dimension.startswith("money") else _ASKED_UNIT.get(dimension)
     if pattern is None:  # lengths, masses...: the unit itself must be named
         spellings = [w for w, u in UNIT_WORDS.items() if u == q.unit and len(w) > 2]
         pattern = r"\b(?:" + "|".join(map(re.escape, spellings or [q.unit])) + r")\b"
@@ -66,6 +63,7 @@ def _no_quantity(form: GoldForm, resp: Response) -> RuleVerdict | None:
 
 
 def decide_quantity(form: GoldForm, resp: Response, question: str) -> RuleVerdict | None:
+    """The verdict on a number gold from the response's candidate numbers, or None."""
     gold = form.quantity
     found = candidates(form, resp, question)
     if not found:
