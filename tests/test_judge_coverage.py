@@ -8,8 +8,10 @@ from __future__ import annotations
 
 import pytest
 
-from frames_dspy.judge.coverage import moved_on, range_quantities, uncovered, vital_parts
+from frames_dspy.judge.coverage import range_quantities, vital_parts
 from frames_dspy.judge.rules import decide
+from frames_dspy.judge.steps.moved_on import moved_on
+from frames_dspy.judge.steps.uncovered import uncovered
 
 Q_FLAG = "How many colours does the flag of Veltria have, and what are they?"
 Q_PRIZE = "Who won the Harlow Prize first, and in what year?"

@@ -1,10 +1,11 @@
 """The autorater: rules that decide when sure, an LM judge for the rest, and how to check it.
 
-- :mod:`~frames_dspy.judge.rules`: deterministic verdicts, or None: :data:`PIPELINE`, one
-  step per rule (with :mod:`~frames_dspy.judge.number_rules` for numbers and dates, and
-  :mod:`~frames_dspy.judge.gold_forms`, :mod:`~frames_dspy.judge.answer_forms`,
+- :mod:`~frames_dspy.judge.rules`: deterministic verdicts, or None: :data:`PIPELINE`, the
+  steps in order, each in its own module of :mod:`~frames_dspy.judge.steps` (drawing on the
+  readers :mod:`~frames_dspy.judge.gold_forms`, :mod:`~frames_dspy.judge.answer_forms`,
   :mod:`~frames_dspy.judge.units`, :mod:`~frames_dspy.judge.mentions`,
-  :mod:`~frames_dspy.judge.names`, :mod:`~frames_dspy.judge.place_names` and the shared word
+  :mod:`~frames_dspy.judge.number_rules`, :mod:`~frames_dspy.judge.names`,
+  :mod:`~frames_dspy.judge.coverage`, :mod:`~frames_dspy.judge.place_names` and the shared word
   lists of :mod:`~frames_dspy.judge.words`).
 - :mod:`~frames_dspy.judge.protocols`: how the LM is used (``rules+extract``, ``rules+lm``,
   the paper's ``lm``); :mod:`~frames_dspy.judge.autorater`: :class:`Autorater`, the metric

@@ -24,6 +24,7 @@ from frames_dspy.judge.place_names import is_place_name
 from frames_dspy.judge.words import ARTICLES, FUNCTION_WORDS, word_set
 
 __all__ = [
+    "BRACKETED",
     "GoldForm",
     "Part",
     "Token",
@@ -211,7 +212,8 @@ _FRAME = re.compile(
 )
 _YES_NO = re.compile(r"^(yes|no)\b(?!\s+one\b)(?![.,]?\s*\d)[\s,.;:!-]*(.*)$", re.IGNORECASE | re.S)
 _RELATIVE = re.compile(r"^([^,]{1,60}),\s+(?:who|whose|whom|which|where)\b", re.IGNORECASE)
-_PAREN = re.compile(r"\s*\(([^()]*)\)")
+#: A bracketed aside, with the space before it; group 1 is what the brackets hold.
+BRACKETED = re.compile(r"\s*\(([^()]*)\)")
 _OPTIONAL_PAREN = re.compile(
     r"^\s*(?:\d{4}|(?:also|briefly|formerly|often|sometimes)?\s*(?:known as|called)\b.*|"
     r"or\b.*|a\.?k\.?a\.?\b.*)\s*$",
@@ -249,11 +251,11 @@ def _part(text: str) -> Part | None:
     """A name with its optional qualifiers: a year or alias in brackets, a trailing place."""
     text = text.strip(" ,;.")
     qualifiers = []
-    for inner in _PAREN.findall(text):
+    for inner in BRACKETED.findall(text):
         if not _OPTIONAL_PAREN.match(inner) and not is_place_name(inner):
             return None
         qualifiers.append(norm_tokens(re.sub(r"^(?:or|a\.?k\.?a\.?)\s+", "", inner, flags=re.I)))
-    main = _PAREN.sub("", text).strip(" ,")
+    main = BRACKETED.sub("", text).strip(" ,")
     pieces = [p.strip() for p in main.split(",")]
     while len(pieces) > 1 and is_place_name(pieces[-1]):
         qualifiers.append(norm_tokens(pieces.pop()))
@@ -265,7 +267,7 @@ def _part(text: str) -> Part | None:
 
 def _list_parts(text: str) -> tuple[Part, ...] | None:
     """The parts of "A, B and C" when each part is a short name; None if not such a list."""
-    if any(not re.fullmatch(r"\s*\d{4}\s*", inner) for inner in _PAREN.findall(text)):
+    if any(not re.fullmatch(r"\s*\d{4}\s*", inner) for inner in BRACKETED.findall(text)):
         return None  # only a year in brackets ("Starman (1984)") keeps a part a plain name
     # A list is one phrase: no sentence break, no dash ("Skeeter Newsome - Philadelphia ...").
     if (
@@ -341,7 +343,7 @@ def _quantity_gold(core: str, question: str) -> tuple[Quantity, bool] | None:
     found = [
         q for q in parse_quantities(core, skip=[(d.start, d.end) for d in dates]) if not q.weak
     ]
-    if not found or _PAREN.search(core):
+    if not found or BRACKETED.search(core):
         return None
     asks = question_asks(question)
     if len(found) == 1 and not dates:

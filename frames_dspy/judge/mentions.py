@@ -6,8 +6,7 @@ A mention of the gold in a response is not yet an answer: "It was not Italy", "I
 response, or after "is"/"was"/"won by", ending its clause, in a sentence with no negation,
 contrast or hedge), ``rejected`` (negated, compared away, called a guess or corrected by "but
 ... actually"), ``alternative`` (one side of an "or"), ``listed`` (one of several names) or
-``neutral`` (anything else). :func:`refusal` and :func:`hedge` read the response as a whole:
-does it decline to answer, or offer several candidates? The rules in :mod:`frames_dspy.judge.rules`
+``neutral`` (anything else). The steps of the rule pipeline (:mod:`frames_dspy.judge.steps`)
 decide from these.
 """
 
@@ -30,8 +29,6 @@ __all__ = [
     "stated",
     "listed",
     "negated",
-    "refusal",
-    "hedge",
     "NEGATION",
     "CONTRAST",
     "HEDGE_WORDS",
@@ -343,86 +340,3 @@ def listed(before: str, after: str, mention: str = "") -> bool:
             return True
     m = re.search(rf"({_NAME_RUN})\s*(?:,|/|&|\band\b|\bor\b)\s*(?:the\s+)?[\"'(]?$", before)
     return bool(m) and m.group(1).casefold() not in FUNCTION_WORDS | {"yes", "no", "so", "well"}
-
-
-# --- refusals and hedges --------------------------------------------------------------------
-
-_REFUSAL = re.compile(
-    r"\b(?:i|we)(?:'m|'re| am| are)?\s+(?:currently\s+|simply\s+)?(?:unable|not able)\s+to\b"
-    r"|\b(?:it is|it's|it was)\s+(?:not possible|impossible)\s+(?:for me\s+)?to\b"
-    r"|\b(?:i|we)\s+(?:can ?not|can't|could ?not|couldn't|do not|don't|did not|didn't)\s+"
-    r"(?:reliably\s+|definitively\s+|accurately\s+|currently\s+)?(?:know|find|determine|say|tell|"
-    r"identify|answer|provide|confirm|verify|calculate|look|access|locate|pinpoint|work out|"
-    r"figure|give|have|recall|browse)\b"
-    r"|\b(?:can ?not|can't|impossible to|not possible to|no way to)\s+(?:be\s+)?(?:determined?|"
-    r"answer(?:ed)?|say|tell|identif(?:y|ied)|know|known|calculated?|confirmed?|verif(?:y|ied))\b"
-    r"|\b(?:not enough|insufficient|lack of|lacking|no reliable|without (?:more|further))\s+"
-    r"(?:\w+\s+){0,2}(?:information|data|details|context|evidence|records|sources)\b",
-    re.IGNORECASE,
-)
-_ENOUGH_TO_SAY = re.compile(r"\benough\b.{0,40}\bfor me to\b", re.IGNORECASE)
-_COMMITS = re.compile(
-    r"\b(?:but|however|though|although|likely|probably|perhaps|possibly|presumably|seems|"
-    r"appears|best guess|my guess|if i had to|might be|may be|could be|i (?:think|believe|"
-    r"suspect|guess))\b",
-    re.IGNORECASE,
-)
-
-
-_GIVES_ANSWER = re.compile(
-    r"\b(?:it is|it's|it was|the answer is|answer:|i'd say|i would say|my answer is)\s+"
-    r"(?!not\b|unclear|impossible|possible|difficult|hard|unknown)",
-    re.IGNORECASE,
-)
-
-
-def refusal(resp: Response) -> str | None:
-    """The phrase by which the response declines to answer ("I cannot determine"), or None.
-
-    None too when it goes on to guess ("I can't be sure, but it is X"; "I can't say for
-    certain. It is GUB."): the guess is an answer, maybe a paraphrase of the gold.
-    """
-    text = resp.unquoted
-    refused = _REFUSAL.search(text) or (NEGATION.search(text) and _ENOUGH_TO_SAY.search(text))
-    if not refused or _COMMITS.search(text) or _GIVES_ANSWER.search(text):
-        return None
-    return refused.group()
-
-
-_EITHER = re.compile(
-    r"\beither\b(?!\s+(?:way|of|one|side|case)\b)(?:[^.;!?]|\.(?=\d))*\bor\b", re.IGNORECASE
-)
-_MAYBE = re.compile(
-    r"\b(?:possibly|perhaps|maybe|might be|could be|could also|may be|may also|alternatively)\b",
-    re.IGNORECASE,
-)
-_DEPENDS = re.compile(
-    r"\b(?:sources (?:differ|vary|disagree)|depending on|it depends)\b", re.IGNORECASE
-)
-
-
-def hedge(resp: Response, question: str) -> str | None:
-    """Why the response offers two or more candidates without committing, or None.
-
-    "either A or B", two or more of "possibly"/"maybe"/"could be", "depending on ... A or B",
-    "could be A or B", and two values joined by "or" ("7 or 8 years", "1881 or 1882").
-    """
-    text = resp.unquoted
-    if (m := _EITHER.search(text)) and not re.search(r"\beither\b", question, re.I):
-        return f"it offers alternatives ({m.group()!r})"
-    if len(_MAYBE.findall(text)) >= 2:
-        return "it offers candidates with several hedges (" + ", ".join(_MAYBE.findall(text)) + ")"
-    if any(
-        _DEPENDS.search(s) and re.search(r"\bor\b", s)
-        for s in map(resp.sentence, range(len(resp.sentences)))
-    ):
-        return "it says the answer depends and names alternatives"
-    if re.search(r"\b(?:could|might|may) (?:be|have been)\b[^.;!?]*\bor\b", text):
-        return "it says the answer could be one or another"
-    values = [(q.start, q.end) for q in resp.quantities if not q.weak]
-    values += [(d.start, d.end) for d in parse_dates(resp.text)]
-    values.sort()
-    for (_, e1), (s2, _) in zip(values, values[1:], strict=False):
-        if re.fullmatch(r"\s+or\s+(?:perhaps\s+|possibly\s+|maybe\s+)?", resp.text[e1:s2]):
-            return f"it offers two values ({resp.text[values[0][0] : s2 + 8]!r}...)"
-    return None

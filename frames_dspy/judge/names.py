@@ -33,11 +33,10 @@ from decimal import Decimal
 
 from frames_dspy.judge.answer_forms import fold, parse_quantities
 from frames_dspy.judge.gold_forms import analyse_gold
-from frames_dspy.judge.words import FUNCTION_WORDS, NAME_TITLES, PLACE_NOUNS
+from frames_dspy.judge.words import FUNCTION_WORDS, NAME_TITLES, PLACE_NOUNS, WORD
 
 __all__ = ["carries_name", "gold_name_words", "names_another", "same_name_word"]
 
-_WORD = re.compile(r"[A-Za-z][A-Za-z'’]*|\d+(?:[.,]\d+)*")
 # Words that start a sentence or title a name without being the name.
 _NOT_NAMES = FUNCTION_WORDS | NAME_TITLES | PLACE_NOUNS
 _KINDS_WITHOUT_NAMES = ("yes_no", "date", "quantity")
@@ -45,7 +44,7 @@ _CONNECTORS = frozenset({"of", "and", "the", "for", "&"})
 
 
 def _words(text: str) -> list[str]:
-    return [m.group() for m in _WORD.finditer(fold(text))]
+    return [m.group() for m in WORD.finditer(fold(text))]
 
 
 def _norm(word: str) -> str:

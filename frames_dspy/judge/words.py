@@ -6,13 +6,18 @@ Lists that only one rule reads live beside that rule; the ones here are read by 
 
 from __future__ import annotations
 
-__all__ = ["ARTICLES", "FUNCTION_WORDS", "NAME_TITLES", "PLACE_NOUNS", "word_set"]
+import re
+
+__all__ = ["ARTICLES", "FUNCTION_WORDS", "NAME_TITLES", "PLACE_NOUNS", "WORD", "word_set"]
 
 
 def word_set(words: str) -> frozenset[str]:
     """The set of the space-separated words of ``words``."""
     return frozenset(words.split())
 
+
+#: A word as the rules count it: letters (with apostrophes), or digits ("1,200", "3.5").
+WORD = re.compile(r"[A-Za-z][A-Za-z'’]*|\d+(?:[.,]\d+)*")
 
 ARTICLES = word_set("a an the")
 
