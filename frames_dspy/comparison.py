@@ -62,6 +62,7 @@ _SPEC_SETTINGS = (
     "n_docs",
     "include_question",
     "question_docs",
+    "phrase_docs",
     "cot",
 )
 

@@ -69,8 +69,8 @@ class EvalConfig(ModelDataSettings):
             for a saved program (``program`` names its file).
         split, train, dev, seed: Which questions: all, or one part of the seeded split.
         limit, ids: The first N selected questions, or these ids.
-        rounds, k, n_docs, include_question, question_docs, cot: Multi-step knobs (``cot``
-            for every condition).
+        rounds, k, n_docs, include_question, question_docs, phrase_docs, cot: Multi-step
+            knobs (``cot`` for every condition).
         retrieval_only: Run only the retrieval half of every program (no answer call, so no
             judge call: accuracy is not measured, recall and query tokens are). Recall
             cannot depend on the answer step, so this measures it at a fraction of the cost.
@@ -172,6 +172,15 @@ class EvalConfig(ModelDataSettings):
         help="articles the question's own query brings per round (default: --n-docs, like "
         "any query); it also fills the slots the written queries leave unused, so a round "
         "adds exactly question_docs + (k-1) x n_docs articles, comparable with bm25-N",
+        resume=("evaluate",),
+    )
+    phrase_docs: int | None = setting(
+        None,
+        kind="positive_int",
+        group=_WHAT,
+        entries=_EVALUATE,
+        help="articles the question's capitalised phrases bring per round, a no-LM query "
+        "source beside the question and the LM (needs --question-docs; default: none)",
         resume=("evaluate",),
     )
     cot: bool = setting(
@@ -297,6 +306,7 @@ def _condition_specs(config: EvalConfig) -> dict[str, ProgramSpec]:
             n_docs=config.n_docs,
             include_question=config.include_question,
             question_docs=config.question_docs,
+            phrase_docs=config.phrase_docs,
             cot=config.cot,
         )
     return specs

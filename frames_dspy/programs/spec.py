@@ -50,6 +50,7 @@ _POSITIVE = (
     "k",
     "n_docs",
     "question_docs",
+    "phrase_docs",
     "context_tokens",
     "found_tokens",
     "lead_chars",
@@ -71,6 +72,10 @@ class ProgramSpec:
         question_docs: Articles the question's own query brings per round; None: ``n_docs``
             like any query. When set, the question also takes the slots the written queries
             leave unused, so a round adds exactly ``question_docs + (k - 1) * n_docs``.
+        phrase_docs: Articles the question's capitalised phrases bring per round (a no-LM
+            query source: the ``phrases-N`` logic as a program part); None: no phrase
+            queries. Needs ``question_docs``; a round then adds exactly
+            ``question_docs + phrase_docs + (k - 1) * n_docs`` articles.
         cot: Answer with chain of thought.
         context_tokens: Token budget of the articles in the answer prompt; None until the
             model is known (a run derives it from the model's window).
@@ -86,6 +91,7 @@ class ProgramSpec:
     titles: bool | None = None
     include_question: bool | None = None
     question_docs: int | None = None
+    phrase_docs: int | None = None
     cot: bool | None = None
     context_tokens: int | None = None
     found_tokens: int | None = None
@@ -158,10 +164,12 @@ class ProgramSpec:
         return "titles" if self.titles else "planning" if self.planning else "vanilla"
 
     def describe(self) -> str:
-        """A short label, e.g. ``multihop planning r3 k2 n4`` (``q8``: question_docs)."""
+        """A short label, e.g. ``multihop planning r3 k2 n4`` (``q8``: question_docs, ``p6``:
+        phrase_docs)."""
         if self.kind == "multihop":
             label = f"multihop {self.query_prompt} r{self.rounds} k{self.k} n{self.n_docs}"
-            return label + (f" q{self.question_docs}" if self.question_docs else "")
+            label += f" q{self.question_docs}" if self.question_docs else ""
+            return label + (f" p{self.phrase_docs}" if self.phrase_docs else "")
         if self.kind == "bm25":
             return f"bm25 n{self.n_docs}"
         if self.kind == "phrases":
