@@ -36,7 +36,9 @@ from frames_dspy.programs import (
     build_program,
     check_program_file,
     condition,
+    lm_queries_per_round,
     load_program,
+    without_lm,
 )
 from frames_dspy.progress import RunProgress
 from frames_dspy.records import SCHEMA_VERSION
@@ -71,6 +73,7 @@ class EvalConfig(ModelDataSettings):
         limit, ids: The first N selected questions, or these ids.
         rounds, k, n_docs, include_question, question_docs, phrase_docs, cot: Multi-step
             knobs (``cot`` for every condition).
+        no_lm_parts: Also run each LM-writing program's no-LM parts alone (``NAME-no-lm``).
         retrieval_only: Run only the retrieval half of every program (no answer call, so no
             judge call: accuracy is not measured, recall and query tokens are). Recall
             cannot depend on the answer step, so this measures it at a fraction of the cost.
@@ -198,6 +201,16 @@ class EvalConfig(ModelDataSettings):
         entries=_EVALUATE,
         help="run only the retrieval half of each program: no answer and no judge call, so "
         "accuracy is not measured (every answer is empty) but recall and query tokens are",
+        resume=("evaluate",),
+    )
+    no_lm_parts: bool = setting(
+        False,
+        kind="flag",
+        group=_WHAT,
+        entries=_EVALUATE,
+        help="also run each program that writes LM queries with its query writer off "
+        "(condition NAME-no-lm): its no-LM parts alone (the question, its phrases) at the "
+        "same article budget, no query call, so the table shows what the LM's queries add",
         resume=("evaluate",),
     )
     threads: int | None = setting(
@@ -498,6 +511,12 @@ def run_evaluation(
         label: _build(label, spec, settings, session, budget_given=budget_given)
         for label, spec in specs.items()
     }
+    if settings.no_lm_parts:
+        programs |= {
+            f"{label}-no-lm": without_lm(program)
+            for label, program in programs.items()
+            if lm_queries_per_round(program.spec) > 0
+        }
     pricers = (Pricer(session.model), Pricer(session.judge))
     if settings.max_cost is not None and pricers[0](1000, 0) is None:
         raise ValueError(

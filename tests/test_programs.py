@@ -706,6 +706,9 @@ class _PrefixRetriever:
             f"{q}{i}": Article(f"{q}{i}", f"T {q}{i}", "text") for q in "pqrw" for i in range(30)
         }
 
+    def search(self, query, k, *, exclude=()):
+        return self.search_many([query], k, exclude=exclude)[0]
+
     def search_many(self, queries, k, exclude=()):
         out = []
         for query in queries:
@@ -760,3 +763,35 @@ def test_phrase_docs_needs_the_question_budget():
     # A program.json written before the phrase source existed loads unchanged.
     old = {"kind": "multihop", "rounds": 2, "k": 4, "n_docs": 2, "question_docs": 6}
     assert ProgramSpec.from_dict(old).phrase_docs is None
+
+
+def test_no_lm_references_at_each_questions_own_article_count():
+    from frames_dspy.programs import NoLMReferences, lm_queries_per_round, without_lm
+    from frames_dspy.records import QuestionRecord
+
+    question = "How far is Mount Rushmore from Ohio?"
+    refs = NoLMReferences(_PrefixRetriever())
+    assert refs.found("bm25", question, 3) == {"q0", "q1", "q2"}
+    assert refs.found("phrases", question, 4) == {"q0", "q1", "p0", "p1"}
+
+    def record(gold, ids):
+        return QuestionRecord(
+            "x", len(gold), question=question, gold_ids=gold, context_ids=[ids], recall=[0.0]
+        )
+
+    records = [
+        record(["p0", "q5"], ["a", "b", "c", "d"]),  # N=4: bm25 finds 0 of 2, phrases 1 of 2
+        record(["q1"], ["a", "b"]),  # N=2: bm25 finds it, phrases (q0, p0) does not
+        QuestionRecord("x", 9, question=question),  # no gold article: left out
+    ]
+    best = refs.strongest(records)
+    assert best == {"bm25": 0.5, "phrases": 0.25, "best": "bm25", "recall": 0.5}
+    with pytest.raises(ValueError, match="unknown reference"):
+        refs.found("oracle", question, 2)
+
+    spec = ProgramSpec("multihop", rounds=1, k=3, n_docs=2, question_docs=2, phrase_docs=2)
+    assert lm_queries_per_round(spec) == 2
+    assert lm_queries_per_round(spec.replace(k=1)) == 0
+    program = build_program(spec, retriever=_PrefixRetriever())
+    alone = without_lm(program)
+    assert (alone.lm_queries, program.lm_queries) == (False, True)
