@@ -333,3 +333,35 @@ def test_gold_bootstrap_runs_a_taught_teacher_and_keeps_rounds_that_found_more(t
             assert metric(example, taught(question=example.question))
     with pytest.raises(ValueError, match="gold-bootstrap only adds demos"):
         OptimizerSettings(name="gold-bootstrap", max_demos=0)
+
+
+def test_the_teacher_goes_on_until_its_demos_wrote_queries():
+    import dspy
+    from dspy.utils.dummies import DummyLM
+
+    from optimize.gold_demos import TaughtBootstrap, drop_empty_rounds
+
+    class Writer(dspy.Module):
+        def __init__(self):
+            super().__init__()
+            self.generate = dspy.Predict("question -> queries: list[str]")
+
+        def forward(self, question):
+            return self.generate(question=question)
+
+    trainset = [dspy.Example(question=f"q{i}").with_inputs("question") for i in range(4)]
+    # The first passing run writes nothing: it must not become the demo.
+    lm = DummyLM([{"queries": []}, {"queries": ["Mount Etna"]}, {"queries": ["Moon"]}])
+    teacher = TaughtBootstrap(
+        metric=lambda example, pred, trace=None: True,
+        max_bootstrapped_demos=1,
+        max_labeled_demos=0,
+        max_rounds=1,
+    )
+    with dspy.context(lm=lm):
+        compiled = teacher.compile(Writer(), trainset=trainset)
+    assert teacher.report == {"tried": 2, "passed": 1, "dropped_empty": 1}
+    assert [d["queries"] for d in compiled.generate.demos] == [["Mount Etna"]]
+    compiled.generate.demos.append(dspy.Example(question="q9", queries=[]))
+    assert drop_empty_rounds(compiled) == 1
+    assert [d["queries"] for d in compiled.generate.demos] == [["Mount Etna"]]
