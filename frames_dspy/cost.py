@@ -84,6 +84,7 @@ def multihop_cost(
     include_question: bool,
     question_docs: int | None = None,
     phrase_docs: int | None = None,
+    lm_from_round: int | None = None,
     answer: bool = True,
 ) -> QuestionCost:
     """One question of MultiHop: a query call per round (none when the question is the only
@@ -94,7 +95,7 @@ def multihop_cost(
         per_round = question_docs + (phrase_docs or 0) + (k - 1) * n_docs
     calls = prompt_tokens = completion = 0.0
     if writes > 0:
-        for r in range(rounds):
+        for r in range((lm_from_round or 1) - 1, rounds):
             found = min(FOUND_CAP, FOUND_PER_ARTICLE * r * per_round)
             calls += 1
             prompt_tokens += QUERY_PROMPT[prompt] + found
@@ -119,6 +120,7 @@ def question_cost(spec: ProgramSpec, *, answer: bool = True) -> QuestionCost:
             include_question=spec.include_question,
             question_docs=spec.question_docs,
             phrase_docs=spec.phrase_docs,
+            lm_from_round=spec.lm_from_round,
             answer=answer,
         )
     if not answer:

@@ -239,6 +239,15 @@ class CompileConfig(ModelDataSettings):
         "--question-docs; a round then adds question_docs + phrase_docs + (k-1) x n_docs "
         "articles, and --k 1 means no LM query at all (default: unset, no phrase source)",
     )
+    lm_from_round: tuple[int, ...] = setting(
+        (),
+        kind="int_list",
+        group=_SEARCH,
+        entries=_COMPILE,
+        help="the first round whose queries the LM writes, choices to try, comma-separated "
+        "(e.g. 1,2: with 2 round 1 sends only the question and its phrases, and the LM first "
+        "sees what they found) (default: unset, the LM writes from round 1)",
+    )
     pick: str = setting(
         "best",
         kind="pick",
@@ -457,6 +466,7 @@ class CompileConfig(ModelDataSettings):
             lead_chars=tuple(self.lead_chars),
             question_docs=tuple(self.question_docs),
             phrase_docs=tuple(self.phrase_docs),
+            lm_from_round=tuple(self.lm_from_round),
         )
 
     def make_teacher(self) -> dspy.BaseLM | None:

@@ -68,9 +68,9 @@ def gold_query_demos(program, trainset: Sequence[dspy.Example], store) -> list[d
         context: list[Article] = []
         in_context: set[str] = set()
         past: list[str] = []
-        for _ in range(program.rounds):
+        for number in range(1, program.rounds + 1):
             queries = [question] if program.include_question else []
-            wanted = program.k - len(queries)
+            wanted = program.k - len(queries) if program.writes_in(number) else 0
             if wanted > 0:
                 # What the question itself (and its phrases) bring this round is not missing.
                 coming = set(in_context)

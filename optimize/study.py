@@ -95,7 +95,8 @@ class SearchSpace:
     brings per round, see :class:`~frames_dspy.programs.MultiHop`) is a list of choices too;
     empty (the default) leaves it unset: the question gets ``n_docs`` like any query.
     ``phrase_docs`` (the articles the question's phrases bring per round; 0: none) likewise,
-    with ``question_docs``. With the question as a query, ``k = 1`` is a program that sends
+    with ``question_docs``, and ``lm_from_round`` (the first round the LM writes in). With
+    the question as a query, ``k = 1`` is a program that sends
     no LM query, so a study can find that the LM adds nothing.
     """
 
@@ -108,6 +109,7 @@ class SearchSpace:
     lead_chars: tuple[int, ...] = (120,)
     question_docs: tuple[int, ...] = ()
     phrase_docs: tuple[int, ...] = ()
+    lm_from_round: tuple[int, ...] = ()
 
     def __post_init__(self):
         for name in ("rounds", "k", "n_docs"):
@@ -120,7 +122,7 @@ class SearchSpace:
         for name in ("question_query", "found_tokens", "lead_chars"):
             if not getattr(self, name):
                 raise ValueError(f"search choices for {name} must not be empty")
-        for name in ("found_tokens", "lead_chars", "question_docs"):
+        for name in ("found_tokens", "lead_chars", "question_docs", "lm_from_round"):
             bad = [v for v in getattr(self, name) if isinstance(v, bool) or v < 1]
             if bad:
                 raise ValueError(f"search choices {name}={bad} must be whole numbers >= 1")
@@ -146,6 +148,10 @@ class SearchSpace:
             )
         if self.phrase_docs:
             params["phrase_docs"] = trial.suggest_categorical("phrase_docs", list(self.phrase_docs))
+        if self.lm_from_round:
+            params["lm_from_round"] = trial.suggest_categorical(
+                "lm_from_round", list(self.lm_from_round)
+            )
         return params
 
     def configurations(self) -> Iterator[dict[str, Any]]:
@@ -185,6 +191,7 @@ class SearchSpace:
             # Only when searched, so a study made before the knob existed still resumes.
             **({"question_docs": list(self.question_docs)} if self.question_docs else {}),
             **({"phrase_docs": list(self.phrase_docs)} if self.phrase_docs else {}),
+            **({"lm_from_round": list(self.lm_from_round)} if self.lm_from_round else {}),
         }
 
 
@@ -202,6 +209,7 @@ def trial_spec(
     """
     asks_question = bool(params.get("question_query", include_question))
     question_docs = params.get("question_docs") if asks_question else None
+    phrases, from_round = params.get("phrase_docs"), params.get("lm_from_round", 1)
     return ProgramSpec(
         "multihop",
         rounds=int(params["rounds"]),
@@ -211,9 +219,8 @@ def trial_spec(
         titles=params["prompt"] == "titles",
         include_question=asks_question,
         question_docs=int(question_docs) if question_docs else None,
-        phrase_docs=int(params["phrase_docs"])
-        if question_docs and params.get("phrase_docs")
-        else None,
+        phrase_docs=int(phrases) if question_docs and phrases else None,
+        lm_from_round=int(from_round) if from_round > 1 else None,
         cot=cot,
         context_tokens=context_tokens,
         found_tokens=params.get("found_tokens"),

@@ -439,6 +439,9 @@ def test_a_trials_phrase_budget_needs_the_questions_own():
     params = {"rounds": 1, "k": 1, "n_docs": 2, "prompt": "titles", "question_docs": 6}
     assert trial_spec({**params, "phrase_docs": 6}).describe() == "multihop titles r1 k1 n2 q6 p6"
     assert trial_spec({**params, "phrase_docs": 0}).phrase_docs is None
+    assert trial_spec({**params, "lm_from_round": 2}).lm_from_round == 2
+    assert trial_spec({**params, "lm_from_round": 1}).lm_from_round is None
+    assert SearchSpace(lm_from_round=(1, 2)).as_dict()["lm_from_round"] == [1, 2]
     with pytest.raises(ValueError, match="must be >= 0"):
         SearchSpace(phrase_docs=(-1,))
     args = build_parser().parse_args(["--phrase-docs", "0,6", "--objective", "lift"])

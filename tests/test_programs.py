@@ -795,3 +795,30 @@ def test_no_lm_references_at_each_questions_own_article_count():
     program = build_program(spec, retriever=_PrefixRetriever())
     alone = without_lm(program)
     assert (alone.lm_queries, program.lm_queries) == (False, True)
+
+
+def test_the_lm_can_start_writing_in_a_later_round():
+    from frames_dspy.programs import lm_queries_per_round
+
+    question = "How far is Mount Rushmore from Ohio?"
+    spec = ProgramSpec(
+        "multihop",
+        rounds=2,
+        k=2,
+        n_docs=2,
+        question_docs=2,
+        phrase_docs=2,
+        planning=False,
+        lm_from_round=2,
+    )
+    assert spec.describe().endswith("q2 p2 lm2")
+    program = build_program(spec, retriever=_PrefixRetriever())
+    program.answer_step = False
+    lm = DummyLM([{"queries": ["w query"]}])
+    pred = run(program, lm, question=question)
+    assert len(lm.history) == 1  # round 2 only
+    # Round 1: the question fills the LM's slots; round 2 the written query brings its 2.
+    assert pred.context_ids[0] == ["q0", "q1", "p0", "p1", "q2", "q3"]
+    assert pred.context_ids[1][6:] == ["q4", "q5", "p2", "p3", "w0", "w1"]
+    assert lm_queries_per_round(spec) == 1
+    assert lm_queries_per_round(spec.replace(lm_from_round=3)) == 0

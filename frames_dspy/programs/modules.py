@@ -355,6 +355,9 @@ class MultiHop(_FramesProgram):
             ``n_docs``, and fills the rest from the question: exactly
             ``question_docs + phrase_docs + (k - 1) * n_docs`` articles. With ``k=1`` and
             one round this is ``phrases-N`` (N = question_docs + phrase_docs).
+        lm_from_round: The first round whose queries the LM writes (None: 1); earlier rounds
+            send the question (and phrases) alone, e.g. 2: the LM first sees what the
+            question found, and round 1 costs no LM call.
         context_tokens: Budget of the answer prompt's article field.
         found_tokens: Budget of the compact view (titles and leads) that query writing sees.
         lead_chars: Characters of each article's opening shown in that view.
@@ -376,6 +379,7 @@ class MultiHop(_FramesProgram):
         include_question: bool = True,
         question_docs: int | None = None,
         phrase_docs: int | None = None,
+        lm_from_round: int | None = None,
         context_tokens: int | None = None,
         found_tokens: int = 1000,
         lead_chars: int = 120,
@@ -401,6 +405,7 @@ class MultiHop(_FramesProgram):
             )
         self.retriever = retriever
         self.phrase_docs = phrase_docs
+        self.lm_from_round = lm_from_round
         self.rounds, self.k, self.n_docs = rounds, k, n_docs
         self.planning = planning
         self.titles = titles
@@ -427,6 +432,10 @@ class MultiHop(_FramesProgram):
             return fresh
         slots = self.question_docs + (self.k - 1) * self.n_docs - len(fresh)
         return self._new_ids([question], max(0, slots), in_context | set(fresh)) + fresh
+
+    def writes_in(self, number: int) -> bool:
+        """Whether the LM writes queries in round ``number`` (1-based)."""
+        return self.lm_queries and number >= (self.lm_from_round or 1)
 
     @property
     def round_size(self) -> int | None:
@@ -484,9 +493,9 @@ class MultiHop(_FramesProgram):
                 "dropped_duplicates": 0,
                 "errors": 0,
             }
-            for _ in range(self.rounds):
+            for number in range(1, self.rounds + 1):
                 queries = [question] if self.include_question else []
-                wanted = self.k - len(queries) if self.lm_queries else 0
+                wanted = self.k - len(queries) if self.writes_in(number) else 0
                 if wanted > 0:
                     try:
                         out = self.generate(

@@ -35,8 +35,9 @@ REFERENCE_KINDS = ("bm25", "phrases")
 
 
 def lm_queries_per_round(spec: ProgramSpec) -> int:
-    """How many queries the LM writes per round (0: the program makes no LM query call)."""
-    if spec.kind != "multihop":
+    """How many queries the LM writes in each round it writes in (0: the program makes no
+    LM query call)."""
+    if spec.kind != "multihop" or (spec.lm_from_round or 1) > spec.rounds:
         return 0
     return spec.k - (1 if spec.include_question else 0)
 

@@ -51,6 +51,7 @@ _POSITIVE = (
     "n_docs",
     "question_docs",
     "phrase_docs",
+    "lm_from_round",
     "context_tokens",
     "found_tokens",
     "lead_chars",
@@ -76,6 +77,9 @@ class ProgramSpec:
             query source: the ``phrases-N`` logic as a program part); None: no phrase
             queries. Needs ``question_docs``; a round then adds exactly
             ``question_docs + phrase_docs + (k - 1) * n_docs`` articles.
+        lm_from_round: The first round whose queries the LM writes; the rounds before send
+            only the no-LM queries (with ``question_docs`` the question fills the LM's
+            slots). None: from round 1.
         cot: Answer with chain of thought.
         context_tokens: Token budget of the articles in the answer prompt; None until the
             model is known (a run derives it from the model's window).
@@ -92,6 +96,7 @@ class ProgramSpec:
     include_question: bool | None = None
     question_docs: int | None = None
     phrase_docs: int | None = None
+    lm_from_round: int | None = None
     cot: bool | None = None
     context_tokens: int | None = None
     found_tokens: int | None = None
@@ -169,7 +174,8 @@ class ProgramSpec:
         if self.kind == "multihop":
             label = f"multihop {self.query_prompt} r{self.rounds} k{self.k} n{self.n_docs}"
             label += f" q{self.question_docs}" if self.question_docs else ""
-            return label + (f" p{self.phrase_docs}" if self.phrase_docs else "")
+            label += f" p{self.phrase_docs}" if self.phrase_docs else ""
+            return label + (f" lm{self.lm_from_round}" if self.lm_from_round else "")
         if self.kind == "bm25":
             return f"bm25 n{self.n_docs}"
         if self.kind == "phrases":
