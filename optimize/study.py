@@ -522,14 +522,14 @@ class Objective:
         if self.references is None:
             self.references = NoLMReferences(self.retriever)
         refs = self.references.strongest(score.records)
-        score.reference = refs["recall"]
+        score.reference = refs["value"]
         writes = lm_queries_per_round(program.spec)
         share = {
             "ref_bm25": refs["bm25"],
             "ref_phrases": refs["phrases"],
             "ref_best": refs["best"],
-            "lift_reference": refs["recall"],
-            "lift": round(score.recall - refs["recall"], 6),
+            "lift_reference": refs["value"],
+            "lift": round(score.recall - refs["value"], 6),
             "lm_queries_per_round": writes,
         }
         if writes:

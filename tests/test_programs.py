@@ -785,7 +785,7 @@ def test_no_lm_references_at_each_questions_own_article_count():
         QuestionRecord("x", 9, question=question),  # no gold article: left out
     ]
     best = refs.strongest(records)
-    assert best == {"bm25": 0.5, "phrases": 0.25, "best": "bm25", "recall": 0.5}
+    assert best == {"bm25": 0.5, "phrases": 0.25, "best": "bm25", "value": 0.5}
     with pytest.raises(ValueError, match="unknown reference"):
         refs.found("oracle", question, 2)
 

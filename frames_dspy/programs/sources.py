@@ -129,9 +129,9 @@ class NoLMReferences:
 
     def strongest(self, records: Iterable[Any]) -> dict[str, Any]:
         """Both references' recall and the stronger one: ``{"bm25": .., "phrases": ..,
-        "best": name, "recall": value}`` (recall 0.0 when nothing could be measured)."""
+        "best": name, "value": its recall}`` (0.0 when nothing could be measured)."""
         records = list(records)
         figures = {kind: self.recall(kind, records) for kind in REFERENCE_KINDS}
         measured = {k: v for k, v in figures.items() if v is not None}
         best = max(measured, key=measured.get) if measured else None
-        return {**figures, "best": best, "recall": measured.get(best, 0.0) if best else 0.0}
+        return {**figures, "best": best, "value": measured.get(best, 0.0) if best else 0.0}
