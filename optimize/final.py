@@ -394,6 +394,8 @@ def final_stage(run: CompileRun, study: optuna.Study, *, stopped: str | None) ->
     if "program_state" in chosen.user_attrs:
         program.load_state(json.loads(chosen.user_attrs["program_state"]))
         compiled_info["compiled"] = "inside the trial"
+    elif opt.name != "none" and not lm_queries_per_round(spec):
+        compiled_info["compiled"] = "skipped: the program sends no LM query"
     elif opt.name != "none":
         if budget.exhausted:
             compiled_info["compiled"] = "skipped: --max-lm-calls reached"

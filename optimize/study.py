@@ -483,7 +483,8 @@ class Objective:
         started = time.perf_counter()
         calls_before = self.budget.calls
         program = build_program(spec, retriever=self.retriever, store=self.store)
-        if self.compile_fn is not None:
+        if self.compile_fn is not None and lm_queries_per_round(spec) > 0:
+            # A program that sends no LM query has no prompt to compile.
             program = self.compile_fn(program, self.train)
             trial.set_user_attr("program_state", json.dumps(program.dump_state(), default=str))
         if self.objective in RETRIEVAL_OBJECTIVES:

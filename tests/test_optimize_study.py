@@ -413,6 +413,8 @@ def test_a_lift_study_can_pick_a_program_that_sends_no_lm_query(tiny, tmp_path):
         prompts=("vanilla",),
         question_docs=(1,),
         phrase_docs=(0, 1),
+        optimizer="gold-demos",
+        optimize_in_trials=True,
     )
     trials = pd.read_csv(tmp_path / "trials.csv")
     assert set(trials["params_phrase_docs"]) <= {0, 1}
