@@ -365,3 +365,14 @@ def test_the_teacher_goes_on_until_its_demos_wrote_queries():
     compiled.generate.demos.append(dspy.Example(question="q9", queries=[]))
     assert drop_empty_rounds(compiled) == 1
     assert [d["queries"] for d in compiled.generate.demos] == [["Mount Etna"]]
+
+
+def test_gold_demos_start_where_the_lm_does_and_skip_what_phrases_bring(tiny):
+    examples, store, _, retriever = tiny
+    program = multihop(retriever, k=2, n_docs=1, question_docs=2, phrase_docs=2, lm_from_round=2)
+    demos = gold_query_demos(program, examples[:6], store)
+    # Round 1 sends no written query, so every demo is a round-2 one with round 1's view.
+    assert demos and all(d.found != "(nothing yet)" for d in demos)
+    for demo in demos:
+        found_titles = {line.split(": ")[0].split("] ", 1)[1] for line in demo.found.splitlines()}
+        assert not set(demo.queries) & found_titles
