@@ -177,6 +177,11 @@ class SearchSpace:
                                 **(
                                     {"phrase_docs": self.phrase_docs[0]} if self.phrase_docs else {}
                                 ),
+                                **(
+                                    {"lm_from_round": self.lm_from_round[0]}
+                                    if self.lm_from_round
+                                    else {}
+                                ),
                             }
 
     def as_dict(self) -> dict[str, Any]:
