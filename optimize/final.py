@@ -407,6 +407,14 @@ def final_stage(run: CompileRun, study: optuna.Study, *, stopped: str | None) ->
             )
             started = time.perf_counter()
             compiled = run.compile(program, splits.train)
+            if getattr(compiled, "teacher_report", None):
+                compiled_info["teacher"] = compiled.teacher_report
+                say(
+                    "teacher: {passed} of {tried} train questions passed ({asked} demos asked "
+                    "for; {dropped_empty} more passed with a round that wrote nothing)".format(
+                        **compiled.teacher_report
+                    )
+                )
             score = run.score(compiled, splits.dev, label=f"compiled-{opt.name}")
             score.reference = chosen.user_attrs.get("lift_reference")
             after = score.value(metric) if score.complete else None

@@ -233,4 +233,5 @@ class TaughtBootstrap(dspy.BootstrapFewShot):
             self.report["dropped_empty"],
             self.max_bootstrapped_demos,
         )
+        compiled.teacher_report = {**self.report, "asked": self.max_bootstrapped_demos}
         return compiled

@@ -492,6 +492,8 @@ class Objective:
             # A program that sends no LM query has no prompt to compile.
             program = self.compile_fn(program, self.train)
             trial.set_user_attr("program_state", json.dumps(program.dump_state(), default=str))
+            if getattr(program, "teacher_report", None):
+                trial.set_user_attr("teacher_report", program.teacher_report)
         if self.objective in RETRIEVAL_OBJECTIVES:
             # Recall cannot depend on the answer: score the retrieval half alone (no answer
             # call, so no judge call either).

@@ -361,6 +361,7 @@ def test_the_teacher_goes_on_until_its_demos_wrote_queries():
     with dspy.context(lm=lm):
         compiled = teacher.compile(Writer(), trainset=trainset)
     assert teacher.report == {"tried": 2, "passed": 1, "dropped_empty": 1}
+    assert compiled.teacher_report == {**teacher.report, "asked": 1}
     assert [d["queries"] for d in compiled.generate.demos] == [["Mount Etna"]]
     compiled.generate.demos.append(dspy.Example(question="q9", queries=[]))
     assert drop_empty_rounds(compiled) == 1
