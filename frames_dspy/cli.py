@@ -107,8 +107,8 @@ def limit_or_all(name: str):
     return parse
 
 
-def int_list(name: str):
-    """An argparse type for a comma-separated list of whole numbers >= 1."""
+def int_list(name: str, *, minimum: int = 1):
+    """An argparse type for a comma-separated list of whole numbers >= ``minimum``."""
 
     def parse(text: str) -> tuple[int, ...]:
         try:
@@ -117,8 +117,8 @@ def int_list(name: str):
             raise argparse.ArgumentTypeError(
                 f"{name} {text!r} is not a comma-separated list of numbers (e.g. 200,1000)"
             ) from None
-        if not values or min(values) < 1:
-            raise argparse.ArgumentTypeError(f"{name} {text!r}: give numbers of at least 1")
+        if not values or min(values) < minimum:
+            raise argparse.ArgumentTypeError(f"{name} {text!r}: give numbers of at least {minimum}")
         return values
 
     return parse
@@ -198,6 +198,7 @@ _KIND_TYPES: dict[str, Callable[[str], Callable[[str], Any]]] = {
     "fraction": fraction,
     "int_range": lambda flag: int_range,
     "int_list": int_list,
+    "count_list": lambda flag: int_list(flag, minimum=0),
     "limit_or_all": limit_or_all,
     "condition_list": condition_list,
     "id_list": id_list,

@@ -233,6 +233,25 @@ class CompileConfig(ModelDataSettings):
         "round adds exactly question_docs + (k-1) x n_docs articles (default: unset, the "
         "question gets n_docs like any query)",
     )
+    phrase_docs: tuple[int, ...] = setting(
+        (),
+        kind="count_list",
+        group=_SEARCH,
+        entries=_COMPILE,
+        help="articles the question's capitalised phrases bring per round (a no-LM query "
+        "source), choices to try, comma-separated; 0 = no phrase queries. Needs "
+        "--question-docs; a round then adds question_docs + phrase_docs + (k-1) x n_docs "
+        "articles, and --k 1 means no LM query at all (default: unset, no phrase source)",
+    )
+    lm_from_round: tuple[int, ...] = setting(
+        (),
+        kind="int_list",
+        group=_SEARCH,
+        entries=_COMPILE,
+        help="the first round whose queries the LM writes, choices to try, comma-separated "
+        "(e.g. 1,2: with 2 round 1 sends only the question and its phrases, and the LM first "
+        "sees what they found) (default: unset, the LM writes from round 1)",
+    )
     pick: str = setting(
         "best",
         kind="pick",
@@ -425,6 +444,11 @@ class CompileConfig(ModelDataSettings):
                 "or its --out folder",
             ),
             (bool(self.study_name.strip()), "--study-name must not be empty"),
+            (
+                not any(self.phrase_docs) or bool(self.question_docs),
+                "--phrase-docs needs --question-docs (the question's own budget fixes the "
+                "round size the phrases share)",
+            ),
         ]
         for ok, message in checks:
             if not ok:
@@ -445,6 +469,8 @@ class CompileConfig(ModelDataSettings):
             found_tokens=tuple(self.found_tokens),
             lead_chars=tuple(self.lead_chars),
             question_docs=tuple(self.question_docs),
+            phrase_docs=tuple(self.phrase_docs),
+            lm_from_round=tuple(self.lm_from_round),
         )
 
     def make_teacher(self) -> dspy.BaseLM | None:
@@ -473,7 +499,8 @@ class CompileConfig(ModelDataSettings):
             candidates=self.optimizer_candidates,
             threads=self.threads or default_threads(embedded=embedded),
             seed=self.seed,
-            objective=self.objective,
+            # Lift is recall minus a reference the optimizer cannot change: it optimises recall.
+            objective="recall" if self.objective == "lift" else self.objective,
             budget=self.optimizer_budget,
         )
 

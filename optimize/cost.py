@@ -37,6 +37,8 @@ def question_cost(
         context_tokens=context_tokens,
         include_question=bool(params.get("question_query", include_question)),
         question_docs=params.get("question_docs"),
+        phrase_docs=params.get("phrase_docs") or None,
+        lm_from_round=params.get("lm_from_round"),
         answer=answer,
     )
     return cost.calls, cost.tokens

@@ -28,8 +28,13 @@ from frames_dspy.base.redaction import redact_text
 from frames_dspy.base.settings import command_args
 from frames_dspy.data.questions import Splits
 from frames_dspy.lm.accounting import CallBudget
-from frames_dspy.programs import build_program, save_program
-from frames_dspy.results.records import QuestionRecord
+from frames_dspy.programs import (
+    NoLMReferences,
+    build_program,
+    lm_queries_per_round,
+    save_program,
+)
+from frames_dspy.results.records import QuestionRecord, read_records
 from frames_dspy.results.run_folder import RunFolder
 from frames_dspy.results.stats import paired_bootstrap_ci
 from frames_dspy.run.evaluation import EvalConfig, run_evaluation
@@ -45,7 +50,7 @@ from optimize.pareto import (
     plot_pareto,
     trials_frame,
 )
-from optimize.study import score_program, trial_spec
+from optimize.study import RETRIEVAL_OBJECTIVES, score_program, trial_spec
 
 logger = logging.getLogger(__name__)
 
@@ -104,9 +109,10 @@ class CompileRun:
     def score(self, program: dspy.Module, examples: Sequence[dspy.Example], *, label: str):
         """Run and judge ``program`` on ``examples`` (dev answers go to ``sink``).
 
-        For the recall objective only the retrieval half runs (no answer or judge call).
+        For the recall and lift objectives only the retrieval half runs (no answer or judge
+        call).
         """
-        if self.config.objective == "recall":
+        if self.config.objective in RETRIEVAL_OBJECTIVES:
             program = copy.copy(program)
             program.answer_step = False
         return score_program(
@@ -146,6 +152,10 @@ def trial_line(trial: FrozenTrial) -> str:
             + f"tok/q {trial.values[1]:>8.0f}  calls/q {a.get('lm_calls_per_q', 0):.1f}  "
             f"judge err {a.get('judge_errors', 0)}  {a.get('seconds', 0):.0f}s"
         )
+        if isinstance(a.get("lift"), int | float):
+            line += f"  lift {a['lift']:+.3f} over {a.get('ref_best')}-N"
+        if isinstance(a.get("no_lm_recall"), int | float):
+            line += f"  no-LM parts {a['no_lm_recall']:.3f}"
         if "duplicate_of" in a:
             line += f"  (same as trial {a['duplicate_of']}, reused)"
         return line
@@ -167,7 +177,8 @@ def final_test_config(config: CompileConfig, program: Path, out: Path) -> EvalCo
         threads=config.threads,
         out=str(out),
         seed=config.seed,
-        retrieval_only=config.objective == "recall",
+        retrieval_only=config.objective in RETRIEVAL_OBJECTIVES,
+        no_lm_parts=True,
     )
 
 
@@ -204,7 +215,8 @@ def reproduce_command(config: CompileConfig, out: Path) -> str:
 def _question_value(record: QuestionRecord, objective: str, n: int) -> float:
     final = record.final_recall or 0.0
     correct = 1.0 if record.is_correct else 0.0
-    if objective == "recall":
+    if objective in RETRIEVAL_OBJECTIVES:
+        # Lift subtracts the same reference from both programs (one spec, one budget).
         return final
     if objective == "accuracy+recall":
         return correct + final / (n + 1)
@@ -237,6 +249,63 @@ def paired_dev_check(
         "diff": sum(b) / len(ids) - sum(a) / len(ids),
         "ci95": paired_bootstrap_ci(a, b),
     }
+
+
+def _dev_lm_share(chosen: FrozenTrial, spec) -> dict[str, Any]:
+    """The chosen trial's no-LM figures on dev (see :meth:`optimize.study.Objective.lm_share`)."""
+    a = chosen.user_attrs
+    return {
+        "lm_queries_per_round": lm_queries_per_round(spec),
+        "dev_no_lm_recall": a.get("no_lm_recall"),
+        "dev_references": {"bm25": a.get("ref_bm25"), "phrases": a.get("ref_phrases")},
+        "dev_lift": a.get("lift"),
+    }
+
+
+def lm_verdict(chosen: dict[str, Any]) -> str:
+    """One plain line on what the LM added to the pick on dev."""
+    if not chosen.get("lm_queries_per_round"):
+        return (
+            "the LM added nothing: the pick sends no LM query (its articles come from the "
+            "question and its phrases alone)"
+        )
+    line = f"the pick's LM writes {chosen['lm_queries_per_round']} queries a round"
+    alone, recall = chosen.get("dev_no_lm_recall"), chosen.get("dev_recall")
+    if isinstance(alone, int | float) and isinstance(recall, int | float):
+        line += (
+            f"; dev recall {recall:.3f} against {alone:.3f} for its no-LM parts alone at the "
+            f"same budget (the LM's share {recall - alone:+.3f})"
+        )
+    if isinstance(chosen.get("dev_lift"), int | float):
+        line += f"; lift over the stronger no-LM reference {chosen['dev_lift']:+.3f}"
+    return line
+
+
+def _test_lm_share(summary: dict[str, Any], test_dir: Path, retriever) -> dict[str, Any]:
+    """The test run's no-LM figures: the program's no-LM parts alone (its ``program-no-lm``
+    row, when it writes queries) and bm25-N / phrases-N at each question's own count."""
+    records = [r for r in read_records(test_dir / "predictions.jsonl") if r.condition == "program"]
+    refs = NoLMReferences(retriever).strongest(records)
+    alone = summary.get("program-no-lm")
+    return {
+        "no_lm_recall": alone["recall_by_round"][-1]
+        if alone and alone["recall_by_round"]
+        else None,
+        "references": {"bm25": refs["bm25"], "phrases": refs["phrases"]},
+    }
+
+
+def held_out_verdict(test: dict[str, Any]) -> str:
+    """One line: the test recall beside the no-LM parts alone and both references."""
+    by_round = test.get("recall_by_round") or [0.0]
+    refs = test.get("references") or {}
+    parts = [f"test recall {by_round[-1]:.3f}"]
+    if isinstance(test.get("no_lm_recall"), int | float):
+        parts.append(f"its no-LM parts alone {test['no_lm_recall']:.3f}")
+    for kind in ("bm25", "phrases"):
+        if isinstance(refs.get(kind), int | float):
+            parts.append(f"{kind}-N {refs[kind]:.3f}")
+    return "; ".join(parts) + " (references at each question's own article count N, no LM)"
 
 
 def _prepare_test_dir(test_dir: Path, program_sha: str) -> None:
@@ -351,6 +420,8 @@ def _compile_chosen(run: CompileRun, chosen, phases: dict, stopped: str | None):
     if "program_state" in chosen.user_attrs:
         program.load_state(json.loads(chosen.user_attrs["program_state"]))
         compiled_info["compiled"] = "inside the trial"
+    elif opt.name != "none" and not lm_queries_per_round(spec):
+        compiled_info["compiled"] = "skipped: the program sends no LM query"
     elif opt.name != "none":
         if budget.exhausted:
             compiled_info["compiled"] = "skipped: --max-lm-calls reached"
@@ -368,7 +439,16 @@ def _compile_and_check(run: CompileRun, program, chosen, compiled_info: dict, st
     say(f"compiling the chosen program with {opt.name} on {len(splits.train)} train questions ...")
     started = time.perf_counter()
     compiled = run.compile(program, splits.train)
+    if getattr(compiled, "teacher_report", None):
+        compiled_info["teacher"] = compiled.teacher_report
+        say(
+            "teacher: {passed} of {tried} train questions passed ({asked} demos asked "
+            "for; {dropped_empty} more passed with a round that wrote nothing)".format(
+                **compiled.teacher_report
+            )
+        )
     score = run.score(compiled, splits.dev, label=f"compiled-{opt.name}")
+    score.reference = chosen.user_attrs.get("lift_reference")
     after = score.value(metric) if score.complete else None
     compiled_info.update(
         seconds=round(time.perf_counter() - started, 1),
@@ -421,7 +501,9 @@ def _save_chosen(run: CompileRun, program, chosen, front, compiled_info: dict):
         "pick": str(run.rule),
         "pareto_size": len(front),
         "compile": compiled_info,
+        **_dev_lm_share(chosen, program.spec),
     }
+    run.say(lm_verdict(chosen_info))
     program_path = Path(config.out) / "program.json"
     save_program(
         program,
@@ -465,7 +547,9 @@ def _score_on_test(run: CompileRun, program_path: Path, command, phases: dict, s
         store=run.session.store,
         retriever=run.session.retriever,
         progress=run.bars,
-    )["program"]
+    )
+    lm_share = _test_lm_share(summary, test_dir, run.session.retriever)
+    summary = summary["program"]
     test = {
         "split": "test",
         **{key: summary[key] for key in _TEST_FIGURES},
@@ -475,7 +559,9 @@ def _score_on_test(run: CompileRun, program_path: Path, command, phases: dict, s
         "program_sha256": sha256_file(program_path),
         "run_folder": "test_run",
         "reproduce": command,
+        **lm_share,
     }
+    say(held_out_verdict(test))
     atomic_write_json(out / "test_score.json", test)
     phases["test"] = budget.calls - sum(phases.values())
     return test, stopped

@@ -19,6 +19,7 @@ import logging
 import random
 import re
 from collections.abc import Sequence
+from typing import Any
 
 import dspy
 
@@ -26,7 +27,13 @@ from frames_dspy.data.corpus import Article
 
 logger = logging.getLogger(__name__)
 
-__all__ = ["gold_query_demos", "reachable", "with_gold_demos"]
+__all__ = [
+    "TaughtBootstrap",
+    "drop_empty_rounds",
+    "gold_query_demos",
+    "reachable",
+    "with_gold_demos",
+]
 
 #: The ``plan`` a planning-prompt demo carries (the prompt asks for one before the queries).
 _PLAN = "Still missing: the articles on {names}."
@@ -51,7 +58,6 @@ def gold_query_demos(program, trainset: Sequence[dspy.Example], store) -> list[d
         order: inputs ``question``, ``found``, ``past_queries``, ``n_queries`` and the
         label ``queries`` (plus ``plan`` for the planning prompt).
     """
-    retriever = program.retriever
     planning = "plan" in program.generate.signature.output_fields
     demos: list[dspy.Example] = []
     for example in trainset:
@@ -62,15 +68,14 @@ def gold_query_demos(program, trainset: Sequence[dspy.Example], store) -> list[d
         context: list[Article] = []
         in_context: set[str] = set()
         past: list[str] = []
-        for _ in range(program.rounds):
+        for number in range(1, program.rounds + 1):
             queries = [question] if program.include_question else []
-            wanted = program.k - len(queries)
+            wanted = program.k - len(queries) if program.writes_in(number) else 0
             if wanted > 0:
-                # What the question itself brings this round is not missing.
-                depth = program.question_docs or program.n_docs
+                # What the question itself (and its phrases) bring this round is not missing.
                 coming = set(in_context)
-                for hits in retriever.search_many(queries, depth, exclude=in_context):
-                    coming.update(hit.article_id for hit in hits)
+                if queries:
+                    coming.update(program.fixed_hits(question, in_context))
                 missing = [a.title for a in gold if a.id not in coming and a.title not in past]
                 written = missing[:wanted]
                 if written:
@@ -173,3 +178,60 @@ def with_gold_demos(
         student.generate, trainset=chosen, sample=False
     )
     return student
+
+
+def _empty_round(demo: Any) -> bool:
+    """A query-writer demo whose round sent no written query: it teaches writing nothing."""
+    return "queries" in demo and not demo["queries"]
+
+
+def drop_empty_rounds(program: dspy.Module) -> int:
+    """Remove every demo of ``program`` whose round wrote no query (in place); returns how
+    many were removed."""
+    dropped = 0
+    for _, predictor in program.named_predictors():
+        kept = [demo for demo in predictor.demos if not _empty_round(demo)]
+        dropped += len(predictor.demos) - len(kept)
+        predictor.demos = kept
+    return dropped
+
+
+class TaughtBootstrap(dspy.BootstrapFewShot):
+    """``dspy.BootstrapFewShot`` whose passing runs count only when their demo wrote queries.
+
+    A run that passes the metric but whose sampled query-writer step wrote nothing (a round
+    with no query) yields no demo and does not count, so the teacher goes on through the
+    train split until it has the demos asked for, or the split ends. :attr:`report` says
+    how many train questions were tried and passed, and how many passing runs were dropped.
+    """
+
+    def __init__(self, **kwargs: Any):
+        super().__init__(**kwargs)
+        self.report = {"tried": 0, "passed": 0, "dropped_empty": 0}
+
+    def _bootstrap_one_example(self, example, round_idx=0):
+        before = {name: len(traces) for name, traces in self.name2traces.items()}
+        self.report["tried"] += 1
+        if not super()._bootstrap_one_example(example, round_idx):
+            return False
+        new = {name: traces[before[name] :] for name, traces in self.name2traces.items()}
+        if any(_empty_round(demo) for demos in new.values() for demo in demos):
+            for name in new:
+                del self.name2traces[name][before[name] :]
+            self.report["dropped_empty"] += 1
+            return False
+        self.report["passed"] += 1
+        return True
+
+    def compile(self, student, *, teacher=None, trainset):
+        compiled = super().compile(student, teacher=teacher, trainset=trainset)
+        logger.info(
+            "teacher: %d of %d train questions passed (%d more passed with an empty round, "
+            "dropped); %d demos asked for",
+            self.report["passed"],
+            self.report["tried"],
+            self.report["dropped_empty"],
+            self.max_bootstrapped_demos,
+        )
+        compiled.teacher_report = {**self.report, "asked": self.max_bootstrapped_demos}
+        return compiled

@@ -19,7 +19,7 @@ from typing import Any
 import dspy
 
 from frames_dspy.judge.autorater import Autorater
-from optimize.gold_demos import with_gold_demos
+from optimize.gold_demos import TaughtBootstrap, drop_empty_rounds, with_gold_demos
 
 logger = logging.getLogger(__name__)
 
@@ -329,6 +329,9 @@ def compile_program(
     if retrieval_only:
         compiled.answer = copy.deepcopy(program.answer)
         compiled.answer_step = True
+    empty = drop_empty_rounds(compiled)
+    if empty:
+        logger.info("dropped %d demo(s) of rounds that wrote no query", empty)
     cut = trim_demos(compiled, settings.demo_chars)
     if cut:
         logger.info("cut %d long demo field(s) to %d characters", cut, settings.demo_chars)
@@ -360,7 +363,7 @@ def _run_optimizer(program, trainset, settings, autorater, lm, prompt_lm, store,
             return gold
     with dspy.context(lm=lm):
         if name == "gold-bootstrap":
-            optimizer = dspy.BootstrapFewShot(
+            optimizer = TaughtBootstrap(
                 metric=QueriesFoundMore(program.retriever, store),
                 max_bootstrapped_demos=demos,
                 max_labeled_demos=0,

@@ -113,7 +113,8 @@ def _row(t: FrozenTrial, chosen: FrozenTrial | None) -> str:
     return (
         f"| {t.number}{mark} | {t.params['prompt']} | {t.params['rounds']} | {t.params['k']} | "
         f"{t.params['n_docs']} | {t.values[0]:.3f} | {_attr(t, 'accuracy')} | "
-        f"{_attr(t, 'recall')} | {t.values[1]:.0f} | "
+        f"{_attr(t, 'recall')} | {_attr(t, 'no_lm_recall')} | {_attr(t, 'ref_bm25')} | "
+        f"{_attr(t, 'ref_phrases')} | {t.values[1]:.0f} | "
         f"{a.get('lm_calls_per_q', float('nan')):.2f} | {a.get('judge_errors', '—')} | "
         f"{a.get('n_questions', '—')} |"
     )
@@ -134,11 +135,14 @@ def pareto_markdown(
         f"The objective `{metric}` on the dev split against metered tokens per question",
         "(program LM, prompt + completion, counted whether or not the call was cached); accuracy",
         f"is the autorater's, recall the gold articles found after the last round. Pick rule: "
-        f"`{rule}`.",
+        f"`{rule}`. What the LM adds, with no LM call: `no-LM parts` is the program's",
+        "question and phrase queries alone at the same article budget (— when it writes no",
+        "query); `bm25-N` and `phrases-N` are the no-LM references at each dev question's own",
+        "article count N.",
         "",
-        f"| trial | prompt | rounds | k | n_docs | {metric} | accuracy | recall | tokens/q | "
-        "LM calls/q | judge errors | questions |",
-        "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
+        f"| trial | prompt | rounds | k | n_docs | {metric} | accuracy | recall | no-LM parts | "
+        "bm25-N | phrases-N | tokens/q | LM calls/q | judge errors | questions |",
+        "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
     ]
     lines += [_row(t, chosen) for t in sorted(front, key=lambda t: (t.values[1], t.number))]
     return "\n".join(lines) + "\n"

@@ -34,7 +34,13 @@ from optuna.trial import FrozenTrial, TrialState
 
 from frames_dspy.judge.autorater import Autorater
 from frames_dspy.lm.accounting import CallBudget
-from frames_dspy.programs import ProgramSpec, build_program
+from frames_dspy.programs import (
+    NoLMReferences,
+    ProgramSpec,
+    build_program,
+    lm_queries_per_round,
+    no_lm_recall,
+)
 from frames_dspy.results.records import QuestionRecord
 from frames_dspy.results.run_folder import RunFolder
 from frames_dspy.results.summary import objective_value, summarize_records
@@ -69,7 +75,12 @@ OBJECTIVES = {
     "accuracy+recall": "accuracy, ties broken by recall (recall adds less than one "
     "question's worth of accuracy): with a strong model accuracy decides, with a weak one "
     "recall still separates trials",
+    "lift": "final recall minus the stronger no-LM reference's (bm25-N or phrases-N, on the "
+    "same dev questions, each at the article count N the program reached on it), so a "
+    "larger article budget does not win by itself (retrieval only, like recall)",
 }
+#: Objectives that depend on the retrieval half alone: trials run no answer step.
+RETRIEVAL_OBJECTIVES = ("recall", "lift")
 
 
 @dataclass(frozen=True)
@@ -83,6 +94,10 @@ class SearchSpace:
     one-item list fixes that knob. ``question_docs`` (the articles the question's own query
     brings per round, see :class:`~frames_dspy.programs.MultiHop`) is a list of choices too;
     empty (the default) leaves it unset: the question gets ``n_docs`` like any query.
+    ``phrase_docs`` (the articles the question's phrases bring per round; 0: none) likewise,
+    with ``question_docs``, and ``lm_from_round`` (the first round the LM writes in). With
+    the question as a query, ``k = 1`` is a program that sends
+    no LM query, so a study can find that the LM adds nothing.
     """
 
     rounds: tuple[int, int] = (1, 5)
@@ -93,6 +108,8 @@ class SearchSpace:
     found_tokens: tuple[int, ...] = (1000,)
     lead_chars: tuple[int, ...] = (120,)
     question_docs: tuple[int, ...] = ()
+    phrase_docs: tuple[int, ...] = ()
+    lm_from_round: tuple[int, ...] = ()
 
     def __post_init__(self):
         for name in ("rounds", "k", "n_docs"):
@@ -105,10 +122,12 @@ class SearchSpace:
         for name in ("question_query", "found_tokens", "lead_chars"):
             if not getattr(self, name):
                 raise ValueError(f"search choices for {name} must not be empty")
-        for name in ("found_tokens", "lead_chars", "question_docs"):
+        for name in ("found_tokens", "lead_chars", "question_docs", "lm_from_round"):
             bad = [v for v in getattr(self, name) if isinstance(v, bool) or v < 1]
             if bad:
                 raise ValueError(f"search choices {name}={bad} must be whole numbers >= 1")
+        if any(isinstance(v, bool) or v < 0 for v in self.phrase_docs):
+            raise ValueError(f"search choices phrase_docs={self.phrase_docs} must be >= 0")
 
     def suggest(self, trial: optuna.Trial) -> dict[str, Any]:
         """Ask the trial for one configuration (parameter names as stored in the study)."""
@@ -126,6 +145,12 @@ class SearchSpace:
         if self.question_docs:
             params["question_docs"] = trial.suggest_categorical(
                 "question_docs", list(self.question_docs)
+            )
+        if self.phrase_docs:
+            params["phrase_docs"] = trial.suggest_categorical("phrase_docs", list(self.phrase_docs))
+        if self.lm_from_round:
+            params["lm_from_round"] = trial.suggest_categorical(
+                "lm_from_round", list(self.lm_from_round)
             )
         return params
 
@@ -149,6 +174,14 @@ class SearchSpace:
                                     if self.question_docs
                                     else {}
                                 ),
+                                **(
+                                    {"phrase_docs": self.phrase_docs[0]} if self.phrase_docs else {}
+                                ),
+                                **(
+                                    {"lm_from_round": self.lm_from_round[0]}
+                                    if self.lm_from_round
+                                    else {}
+                                ),
                             }
 
     def as_dict(self) -> dict[str, Any]:
@@ -162,6 +195,8 @@ class SearchSpace:
             "lead_chars": list(self.lead_chars),
             # Only when searched, so a study made before the knob existed still resumes.
             **({"question_docs": list(self.question_docs)} if self.question_docs else {}),
+            **({"phrase_docs": list(self.phrase_docs)} if self.phrase_docs else {}),
+            **({"lm_from_round": list(self.lm_from_round)} if self.lm_from_round else {}),
         }
 
 
@@ -179,6 +214,7 @@ def trial_spec(
     """
     asks_question = bool(params.get("question_query", include_question))
     question_docs = params.get("question_docs") if asks_question else None
+    phrases, from_round = params.get("phrase_docs"), params.get("lm_from_round", 1)
     return ProgramSpec(
         "multihop",
         rounds=int(params["rounds"]),
@@ -188,6 +224,8 @@ def trial_spec(
         titles=params["prompt"] == "titles",
         include_question=asks_question,
         question_docs=int(question_docs) if question_docs else None,
+        phrase_docs=int(phrases) if question_docs and phrases else None,
+        lm_from_round=int(from_round) if from_round > 1 else None,
         cot=cot,
         context_tokens=context_tokens,
         found_tokens=params.get("found_tokens"),
@@ -208,6 +246,8 @@ class DevScore:
     wanted: int = 0
     records: list[QuestionRecord] = field(default_factory=list)
     seconds: float = 0.0
+    #: The stronger no-LM reference's recall on the same questions (the ``lift`` objective).
+    reference: float | None = None
 
     @functools.cached_property
     def figures(self) -> dict[str, Any]:
@@ -247,6 +287,10 @@ class DevScore:
             raise ValueError(
                 f"unknown objective {objective!r}; choose one of {', '.join(OBJECTIVES)}"
             )
+        if objective == "lift":
+            if self.reference is None:
+                raise ValueError("the lift objective needs the no-LM reference's recall")
+            return self.recall - self.reference
         return objective_value(self.figures, objective)
 
     def attrs(self) -> dict[str, Any]:
@@ -413,6 +457,7 @@ class Objective:
     compile_fn: Callable[[dspy.Module, Sequence[dspy.Example]], dspy.Module] | None = None
     sink: RunFolder | None = None
     objective: str = "accuracy"
+    references: NoLMReferences | None = None
 
     def __call__(self, trial: optuna.Trial) -> tuple[float, float]:
         trial.set_user_attr("worker", worker_id())
@@ -443,10 +488,13 @@ class Objective:
         started = time.perf_counter()
         calls_before = self.budget.calls
         program = build_program(spec, retriever=self.retriever, store=self.store)
-        if self.compile_fn is not None:
+        if self.compile_fn is not None and lm_queries_per_round(spec) > 0:
+            # A program that sends no LM query has no prompt to compile.
             program = self.compile_fn(program, self.train)
             trial.set_user_attr("program_state", json.dumps(program.dump_state(), default=str))
-        if self.objective == "recall":
+            if getattr(program, "teacher_report", None):
+                trial.set_user_attr("teacher_report", program.teacher_report)
+        if self.objective in RETRIEVAL_OBJECTIVES:
             # Recall cannot depend on the answer: score the retrieval half alone (no answer
             # call, so no judge call either).
             program.answer_step = False
@@ -463,6 +511,8 @@ class Objective:
         )
         for key, value in score.attrs().items():
             trial.set_user_attr(key, value)
+        for key, value in self.lm_share(program, score).items():
+            trial.set_user_attr(key, value)
         trial.set_user_attr("lm_calls_total", self.budget.calls - calls_before)
         trial.set_user_attr("seconds", round(time.perf_counter() - started, 2))
         if not score.complete:
@@ -471,6 +521,30 @@ class Objective:
             )
             raise optuna.TrialPruned("--max-lm-calls reached")
         return score.value(self.objective), score.tokens_per_q
+
+    def lm_share(self, program: dspy.Module, score: DevScore) -> dict[str, Any]:
+        """What the LM added on these dev questions, with no LM call: both no-LM references
+        at each question's own article count (``score.reference`` is set to the stronger),
+        the lift over it, and for a program that writes queries the recall of its no-LM
+        parts alone at the same budget (``no_lm_recall``)."""
+        if self.references is None:
+            self.references = NoLMReferences(self.retriever)
+        refs = self.references.strongest(score.records)
+        score.reference = refs["value"]
+        writes = lm_queries_per_round(program.spec)
+        share = {
+            "ref_bm25": refs["bm25"],
+            "ref_phrases": refs["phrases"],
+            "ref_best": refs["best"],
+            "lift_reference": refs["value"],
+            "lift": round(score.recall - refs["value"], 6),
+            "lm_queries_per_round": writes,
+        }
+        if writes:
+            alone = no_lm_recall(program, score.records)
+            share["no_lm_recall"] = alone
+            share["lm_share"] = None if alone is None else round(score.recall - alone, 6)
+        return share
 
     @staticmethod
     def _same_params(trial: optuna.Trial, params: dict[str, Any]) -> FrozenTrial | None:

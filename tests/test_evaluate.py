@@ -842,3 +842,31 @@ def test_table_header_says_how_the_run_was_made(data, tmp_path):
     other = tmp_path / "other"
     run_evaluation(config_for(data, other, conditions=["naive"]), lm=lm, judge_lm=judge())
     assert "SELF-JUDGING" not in (other / "table.md").read_text()
+
+
+def test_no_lm_parts_run_beside_each_program_that_writes_queries(data, tmp_path):
+    out = tmp_path / "run"
+    lm = program_lm()
+    config = config_for(
+        data,
+        out,
+        conditions=["bm25-4", "multistep-vanilla"],
+        question_docs=2,
+        phrase_docs=2,
+        retrieval_only=True,
+        no_lm_parts=True,
+    )
+    summary = run_evaluation(config, lm=lm, judge_lm=judge(), progress=False)
+    assert list(summary) == ["bm25-4", "multistep-vanilla", "multistep-vanilla-no-lm"]
+    records = [json.loads(line) for line in lines_of(out)]
+    alone = [r for r in records if r["condition"] == "multistep-vanilla-no-lm"]
+    written = [r for r in records if r["condition"] == "multistep-vanilla"]
+    assert alone and all(r["lm_calls"] == 0 for r in alone)
+    assert all(r["lm_calls"] == 2 for r in written)  # a query call per round, no answer
+    # The same budget (the fixture's corpus is too small for the question to fill every
+    # slot, so never more articles than with the LM's queries).
+    pairs = zip(alone, written, strict=True)
+    assert all(len(a["context_ids"][-1]) <= len(w["context_ids"][-1]) for a, w in pairs)
+    # The question and its phrases, never a written query.
+    assert all(r["queries"][0][0] == r["question"] for r in alone)
+    assert not {"Dracula novel 1897", "MLS Cup 2021"} & {q for r in alone for q in r["queries"][0]}

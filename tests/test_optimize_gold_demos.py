@@ -333,3 +333,47 @@ def test_gold_bootstrap_runs_a_taught_teacher_and_keeps_rounds_that_found_more(t
             assert metric(example, taught(question=example.question))
     with pytest.raises(ValueError, match="gold-bootstrap only adds demos"):
         OptimizerSettings(name="gold-bootstrap", max_demos=0)
+
+
+def test_the_teacher_goes_on_until_its_demos_wrote_queries():
+    import dspy
+    from dspy.utils.dummies import DummyLM
+
+    from optimize.gold_demos import TaughtBootstrap, drop_empty_rounds
+
+    class Writer(dspy.Module):
+        def __init__(self):
+            super().__init__()
+            self.generate = dspy.Predict("question -> queries: list[str]")
+
+        def forward(self, question):
+            return self.generate(question=question)
+
+    trainset = [dspy.Example(question=f"q{i}").with_inputs("question") for i in range(4)]
+    # The first passing run writes nothing: it must not become the demo.
+    lm = DummyLM([{"queries": []}, {"queries": ["Mount Etna"]}, {"queries": ["Moon"]}])
+    teacher = TaughtBootstrap(
+        metric=lambda example, pred, trace=None: True,
+        max_bootstrapped_demos=1,
+        max_labeled_demos=0,
+        max_rounds=1,
+    )
+    with dspy.context(lm=lm):
+        compiled = teacher.compile(Writer(), trainset=trainset)
+    assert teacher.report == {"tried": 2, "passed": 1, "dropped_empty": 1}
+    assert compiled.teacher_report == {**teacher.report, "asked": 1}
+    assert [d["queries"] for d in compiled.generate.demos] == [["Mount Etna"]]
+    compiled.generate.demos.append(dspy.Example(question="q9", queries=[]))
+    assert drop_empty_rounds(compiled) == 1
+    assert [d["queries"] for d in compiled.generate.demos] == [["Mount Etna"]]
+
+
+def test_gold_demos_start_where_the_lm_does_and_skip_what_phrases_bring(tiny):
+    examples, store, _, retriever = tiny
+    program = multihop(retriever, k=2, n_docs=1, question_docs=2, phrase_docs=2, lm_from_round=2)
+    demos = gold_query_demos(program, examples[:6], store)
+    # Round 1 sends no written query, so every demo is a round-2 one with round 1's view.
+    assert demos and all(d.found != "(nothing yet)" for d in demos)
+    for demo in demos:
+        found_titles = {line.split(": ")[0].split("] ", 1)[1] for line in demo.found.splitlines()}
+        assert not set(demo.queries) & found_titles

@@ -106,8 +106,11 @@ def test_the_markdown_table_marks_the_chosen_trial():
     rows = [line for line in text.splitlines() if line.startswith("| ") and line[2].isdigit()]
     assert [row.split()[1] for row in rows] == ["0", "2", "1"]  # cheapest first
     assert [("◀ chosen" in row) for row in rows] == [False, True, False]
-    # objective, accuracy and recall (attributes these hand-made trials lack: "—"), tokens
-    assert rows[1].startswith("| 2 ◀ chosen | planning | 3 | 2 | 3 | 0.590 | — | — | 1500 | 2.50 |")
+    # objective, accuracy, recall, the no-LM parts and references (attributes these
+    # hand-made trials lack: "—"), tokens
+    assert rows[1].startswith(
+        "| 2 ◀ chosen | planning | 3 | 2 | 3 | 0.590 | — | — | — | — | — | 1500 | 2.50 |"
+    )
 
 
 def test_trials_csv_leaves_out_the_saved_program_state():

@@ -398,3 +398,56 @@ def test_running_trials_of_dead_local_workers_are_reaped():
     assert count_active(study) == 5
     assert count_active(study, below=numbers["other host"]) == 2  # alive, this process
     assert reap_dead_local_trials(study) == []  # nothing left to reap
+
+
+def test_a_lift_study_can_pick_a_program_that_sends_no_lm_query(tiny, tmp_path):
+    result, lines = run_tiny(
+        tiny,
+        tmp_path,
+        objective="lift",
+        trials=4,
+        sampler="random",
+        rounds=(1, 1),
+        k=(1, 2),
+        n_docs=(1, 1),
+        prompts=("vanilla",),
+        question_docs=(1,),
+        phrase_docs=(0, 1),
+        optimizer="gold-demos",
+        optimize_in_trials=True,
+    )
+    trials = pd.read_csv(tmp_path / "trials.csv")
+    assert set(trials["params_phrase_docs"]) <= {0, 1}
+    # Every trial carries both no-LM references at its own article count and its lift.
+    for _, row in trials[trials["state"] == "COMPLETE"].iterrows():
+        best = max(row["user_attrs_ref_bm25"], row["user_attrs_ref_phrases"])
+        assert row["user_attrs_lift"] == pytest.approx(row["user_attrs_recall"] - best, abs=1e-5)
+        assert row["values_lift"] == pytest.approx(row["user_attrs_lift"], abs=1e-5)
+        writes = row["params_k"] - 1
+        assert row["user_attrs_lm_queries_per_round"] == writes
+        assert pd.isna(row["user_attrs_no_lm_recall"]) == (writes == 0)
+    chosen = result.chosen
+    assert chosen["lm_queries_per_round"] == chosen["k"] - 1
+    if chosen["lm_queries_per_round"] == 0:
+        assert any("the LM added nothing" in line for line in lines)
+    else:
+        assert any("its no-LM parts alone at the same budget" in line for line in lines)
+    test = json.loads((tmp_path / "test_score.json").read_text())
+    assert set(test["references"]) == {"bm25", "phrases"}
+    assert any(line.startswith("test recall") for line in lines)
+
+
+def test_a_trials_phrase_budget_needs_the_questions_own():
+    params = {"rounds": 1, "k": 1, "n_docs": 2, "prompt": "titles", "question_docs": 6}
+    assert trial_spec({**params, "phrase_docs": 6}).describe() == "multihop titles r1 k1 n2 q6 p6"
+    assert trial_spec({**params, "phrase_docs": 0}).phrase_docs is None
+    assert trial_spec({**params, "lm_from_round": 2}).lm_from_round == 2
+    assert trial_spec({**params, "lm_from_round": 1}).lm_from_round is None
+    assert SearchSpace(lm_from_round=(1, 2)).as_dict()["lm_from_round"] == [1, 2]
+    with pytest.raises(ValueError, match="must be >= 0"):
+        SearchSpace(phrase_docs=(-1,))
+    args = build_parser().parse_args(["--phrase-docs", "0,6", "--objective", "lift"])
+    config = CompileConfig(**{k: v for k, v in vars(args).items() if k not in ("quiet", "verbose")})
+    with pytest.raises(ValueError, match="--phrase-docs needs --question-docs"):
+        config.validate()
+    assert config.optimizer_settings(embedded=True).objective == "recall"

@@ -39,6 +39,8 @@ MULTIHOP_DEFAULTS = {
     "titles": False,
     "include_question": True,
     "question_docs": None,
+    "lm_from_round": None,
+    "phrase_docs": None,
     "context_tokens": None,
     "found_tokens": 1000,
     "lead_chars": 120,

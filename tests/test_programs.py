@@ -22,6 +22,7 @@ from frames_dspy.programs import (
     MultiHop,
     Naive,
     Oracle,
+    ProgramSpec,
     RetrieveThenAnswer,
     build_program,
     clean_queries,
@@ -694,3 +695,130 @@ def test_phrase_queries_fill_to_n_articles_without_an_lm():
     short.answer_step = False
     # No phrase: the question's own results fill all six.
     assert short(question="how far is it?").context_ids == [[f"q{i}" for i in range(6)]]
+
+
+class _PrefixRetriever:
+    """Each query has its own ranked ids (``Mount Rushmore`` -> p0.., ``Ohio`` -> r0..,
+    anything else -> its first letter + 0..); excluded ids are skipped."""
+
+    def __init__(self):
+        self.store = {
+            f"{q}{i}": Article(f"{q}{i}", f"T {q}{i}", "text") for q in "pqrw" for i in range(30)
+        }
+
+    def search(self, query, k, *, exclude=()):
+        return self.search_many([query], k, exclude=exclude)[0]
+
+    def search_many(self, queries, k, exclude=()):
+        out = []
+        for query in queries:
+            prefix = {"Mount Rushmore": "p", "Ohio": "r"}.get(query)
+            prefix = prefix or ("q" if query.startswith("How") else "w")
+            ids = [f"{prefix}{i}" for i in range(30) if f"{prefix}{i}" not in exclude]
+            out.append([Hit(i, i, 1.0) for i in ids[:k]])
+        return out
+
+
+def test_multihop_phrase_source_without_lm_is_phrases_n():
+    from frames_dspy.programs import PhraseQueries
+
+    question = "How far is Mount Rushmore from Ohio?"
+    reference = PhraseQueries(_PrefixRetriever(), n_docs=8, k=2, context_tokens=100)
+    reference.answer_step = False
+    spec = ProgramSpec("multihop", rounds=1, k=1, n_docs=2, question_docs=4, phrase_docs=4)
+    assert spec.describe() == "multihop planning r1 k1 n2 q4 p4"
+    program = build_program(spec, retriever=_PrefixRetriever())
+    program.answer_step = False
+    pred = program(question=question)  # no LM configured: it makes no call
+    assert pred.context_ids == reference(question=question).context_ids
+    assert pred.queries == [[question, "Mount Rushmore", "Ohio"]]
+    assert ProgramSpec.from_dict(spec.to_dict()) == spec
+
+
+def test_multihop_phrase_source_with_written_queries_keeps_the_round_size():
+    question = "How far is Mount Rushmore from Ohio?"
+    spec = ProgramSpec(
+        "multihop", rounds=2, k=2, n_docs=2, question_docs=2, phrase_docs=2, planning=False
+    )
+    program = build_program(spec, retriever=_PrefixRetriever())
+    program.answer_step = False
+    lm = DummyLM([{"queries": ["w query"]}, {"queries": ["w query 2"]}])
+    pred = run(program, lm, question=question)
+    assert pred.context_ids[0] == ["q0", "q1", "p0", "p1", "w0", "w1"]
+    assert pred.context_ids[1][6:] == ["q2", "q3", "p2", "p3", "w2", "w3"]
+    assert program.round_size == 6
+    # The no-LM parts alone at the same budget: the question fills the written slots.
+    program.lm_queries = False
+    alone = program(question=question)
+    assert alone.context_ids[0] == ["q0", "q1", "p0", "p1", "q2", "q3"]
+    assert len(alone.context_ids[1]) == 12
+
+
+def test_phrase_docs_needs_the_question_budget():
+    with pytest.raises(ValueError, match="needs question_docs"):
+        build_program(
+            ProgramSpec("multihop", rounds=1, k=2, n_docs=2, phrase_docs=4),
+            retriever=_PrefixRetriever(),
+        )
+    # A program.json written before the phrase source existed loads unchanged.
+    old = {"kind": "multihop", "rounds": 2, "k": 4, "n_docs": 2, "question_docs": 6}
+    assert ProgramSpec.from_dict(old).phrase_docs is None
+
+
+def test_no_lm_references_at_each_questions_own_article_count():
+    from frames_dspy.programs import NoLMReferences, lm_queries_per_round, without_lm
+    from frames_dspy.results.records import QuestionRecord
+
+    question = "How far is Mount Rushmore from Ohio?"
+    refs = NoLMReferences(_PrefixRetriever())
+    assert refs.found("bm25", question, 3) == {"q0", "q1", "q2"}
+    assert refs.found("phrases", question, 4) == {"q0", "q1", "p0", "p1"}
+
+    def record(gold, ids):
+        return QuestionRecord(
+            "x", len(gold), question=question, gold_ids=gold, context_ids=[ids], recall=[0.0]
+        )
+
+    records = [
+        record(["p0", "q5"], ["a", "b", "c", "d"]),  # N=4: bm25 finds 0 of 2, phrases 1 of 2
+        record(["q1"], ["a", "b"]),  # N=2: bm25 finds it, phrases (q0, p0) does not
+        QuestionRecord("x", 9, question=question),  # no gold article: left out
+    ]
+    best = refs.strongest(records)
+    assert best == {"bm25": 0.5, "phrases": 0.25, "best": "bm25", "value": 0.5}
+    with pytest.raises(ValueError, match="unknown reference"):
+        refs.found("oracle", question, 2)
+
+    spec = ProgramSpec("multihop", rounds=1, k=3, n_docs=2, question_docs=2, phrase_docs=2)
+    assert lm_queries_per_round(spec) == 2
+    assert lm_queries_per_round(spec.replace(k=1)) == 0
+    program = build_program(spec, retriever=_PrefixRetriever())
+    alone = without_lm(program)
+    assert (alone.lm_queries, program.lm_queries) == (False, True)
+
+
+def test_the_lm_can_start_writing_in_a_later_round():
+    from frames_dspy.programs import lm_queries_per_round
+
+    question = "How far is Mount Rushmore from Ohio?"
+    spec = ProgramSpec(
+        "multihop",
+        rounds=2,
+        k=2,
+        n_docs=2,
+        question_docs=2,
+        phrase_docs=2,
+        planning=False,
+        lm_from_round=2,
+    )
+    assert spec.describe().endswith("q2 p2 lm2")
+    program = build_program(spec, retriever=_PrefixRetriever())
+    program.answer_step = False
+    lm = DummyLM([{"queries": ["w query"]}])
+    pred = run(program, lm, question=question)
+    assert len(lm.history) == 1  # round 2 only
+    # Round 1: the question fills the LM's slots; round 2 the written query brings its 2.
+    assert pred.context_ids[0] == ["q0", "q1", "p0", "p1", "q2", "q3"]
+    assert pred.context_ids[1][6:] == ["q4", "q5", "p2", "p3", "w0", "w1"]
+    assert lm_queries_per_round(spec) == 1
+    assert lm_queries_per_round(spec.replace(lm_from_round=3)) == 0

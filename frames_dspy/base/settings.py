@@ -56,6 +56,7 @@ KINDS = (
     "fraction",
     "int_range",
     "int_list",
+    "count_list",  # comma-separated whole numbers >= 0
     "limit_or_all",
     "condition_list",  # comma-separated condition names (frames_dspy.programs)
     "id_list",  # question ids and ranges: 0,5,7-9

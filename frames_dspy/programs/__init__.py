@@ -4,7 +4,9 @@
 - :mod:`~frames_dspy.programs.packing`: articles fitted into the answer prompt's budget;
 - :mod:`~frames_dspy.programs.modules`: one ``dspy.Module`` per kind, and ``build_program``;
 - :mod:`~frames_dspy.programs.conditions`: the paper's six setups as named specs (and ``bm25-N``);
-- :mod:`~frames_dspy.programs.io`: ``program.json`` save and load.
+- :mod:`~frames_dspy.programs.io`: ``program.json`` save and load;
+- :mod:`~frames_dspy.programs.sources`: what the LM adds (no-LM parts alone, bm25-N and
+  phrases-N at a run's own article counts).
 """
 
 from frames_dspy.programs.conditions import (
@@ -32,6 +34,12 @@ from frames_dspy.programs.modules import (
     clean_queries,
 )
 from frames_dspy.programs.packing import CHARS_PER_TOKEN, PackedContext, pack_articles
+from frames_dspy.programs.sources import (
+    NoLMReferences,
+    lm_queries_per_round,
+    no_lm_recall,
+    without_lm,
+)
 from frames_dspy.programs.spec import ProgramSpec
 
 __all__ = [
@@ -42,6 +50,7 @@ __all__ = [
     "Condition",
     "MultiHop",
     "Naive",
+    "NoLMReferences",
     "Oracle",
     "PackedContext",
     "PhraseQueries",
@@ -54,7 +63,10 @@ __all__ = [
     "check_program_file",
     "clean_queries",
     "load_program",
+    "lm_queries_per_round",
+    "no_lm_recall",
     "pack_articles",
     "read_program_file",
     "save_program",
+    "without_lm",
 ]

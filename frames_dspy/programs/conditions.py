@@ -41,7 +41,15 @@ class Condition:
         )
 
 
-_MULTIHOP_KNOBS = ("rounds", "k", "n_docs", "include_question", "question_docs", "cot")
+_MULTIHOP_KNOBS = (
+    "rounds",
+    "k",
+    "n_docs",
+    "include_question",
+    "question_docs",
+    "phrase_docs",
+    "cot",
+)
 
 #: Condition name -> :class:`Condition`, in the paper's order. Paper figures: Gemini-Pro-1.5
 #: with the naive prompt, BM25-R with 4 documents, the oracle prompt, and multi-step retrieval

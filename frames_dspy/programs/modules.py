@@ -42,6 +42,9 @@ from frames_dspy.programs.spec import ProgramSpec, register_kind
 
 logger = logging.getLogger(__name__)
 
+#: New articles each capitalised phrase brings (``phrases-N`` and ``phrase_docs``).
+PHRASE_HITS = 2
+
 __all__ = [
     "PROGRAM_CLASSES",
     "recording_rounds",
@@ -112,6 +115,10 @@ class _FramesProgram(dspy.Module):
     """
 
     answer_step: bool = True
+    #: Whether a program with a query writer calls it; False runs the program's no-LM parts
+    #: alone at the same article budget (see :meth:`MultiHop.round_hits`), which measures
+    #: what the LM's queries add.
+    lm_queries: bool = True
 
     #: Example fields passed to ``forward``.
     input_fields: tuple[str, ...] = ("question",)
@@ -247,7 +254,7 @@ class PhraseQueries(_FramesProgram):
         retriever,
         *,
         n_docs: int = 12,
-        k: int = 2,
+        k: int = PHRASE_HITS,
         context_tokens: int | None = None,
         cot: bool = False,
     ):
@@ -341,6 +348,16 @@ class MultiHop(_FramesProgram):
             unused (too few written, repeats dropped, hits already in context), so every
             round adds exactly ``question_docs + (k - 1) * n_docs`` articles and the program
             compares with ``bm25-N`` at one article count.
+        phrase_docs: Articles the question's capitalised phrases bring per round, a no-LM
+            query source (None: none; needs ``question_docs``). A round then takes the
+            question's top ``question_docs``, the top :data:`PHRASE_HITS` new articles per
+            phrase while fewer than ``phrase_docs`` came, each written query's
+            ``n_docs``, and fills the rest from the question: exactly
+            ``question_docs + phrase_docs + (k - 1) * n_docs`` articles. With ``k=1`` and
+            one round this is ``phrases-N`` (N = question_docs + phrase_docs).
+        lm_from_round: The first round whose queries the LM writes (None: 1); earlier rounds
+            send the question (and phrases) alone, e.g. 2: the LM first sees what the
+            question found, and round 1 costs no LM call.
         context_tokens: Budget of the answer prompt's article field.
         found_tokens: Budget of the compact view (titles and leads) that query writing sees.
         lead_chars: Characters of each article's opening shown in that view.
@@ -361,6 +378,8 @@ class MultiHop(_FramesProgram):
         titles: bool = False,
         include_question: bool = True,
         question_docs: int | None = None,
+        phrase_docs: int | None = None,
+        lm_from_round: int | None = None,
         context_tokens: int | None = None,
         found_tokens: int = 1000,
         lead_chars: int = 120,
@@ -379,7 +398,14 @@ class MultiHop(_FramesProgram):
                 f"question_docs={question_docs} needs the question as one of the queries "
                 "(include_question) and must be at least 1"
             )
+        if phrase_docs is not None and (phrase_docs < 1 or question_docs is None):
+            raise ValueError(
+                f"phrase_docs={phrase_docs} needs question_docs (a fixed round size) and must "
+                "be at least 1"
+            )
         self.retriever = retriever
+        self.phrase_docs = phrase_docs
+        self.lm_from_round = lm_from_round
         self.rounds, self.k, self.n_docs = rounds, k, n_docs
         self.planning = planning
         self.titles = titles
@@ -395,11 +421,44 @@ class MultiHop(_FramesProgram):
         context (with ``question_docs``: the question's first, then the written queries')."""
         budgeted = self.question_docs is not None and queries[:1] == [question]
         written = queries[1:] if budgeted else queries
+        if budgeted and self.phrase_docs:
+            fixed = self.fixed_hits(question, in_context)
+            fresh = self._new_ids(written, self.n_docs, in_context | set(fixed))
+            taken = list(dict.fromkeys(fixed + fresh))
+            slots = self.round_size - len(taken)
+            return taken + self._new_ids([question], max(0, slots), in_context | set(taken))
         fresh = self._new_ids(written, self.n_docs, in_context)
         if not budgeted:
             return fresh
         slots = self.question_docs + (self.k - 1) * self.n_docs - len(fresh)
         return self._new_ids([question], max(0, slots), in_context | set(fresh)) + fresh
+
+    def writes_in(self, number: int) -> bool:
+        """Whether the LM writes queries in round ``number`` (1-based)."""
+        return self.lm_queries and number >= (self.lm_from_round or 1)
+
+    @property
+    def round_size(self) -> int | None:
+        """Articles a round adds (None when the question has no fixed budget)."""
+        if self.question_docs is None:
+            return None
+        return self.question_docs + (self.phrase_docs or 0) + (self.k - 1) * self.n_docs
+
+    def fixed_hits(self, question: str, in_context: set[str]) -> list[str]:
+        """The new article ids a round's no-LM queries bring before any written query: the
+        question's top ``question_docs`` (``n_docs`` unset) and the phrases' share."""
+        ids = self._new_ids([question], self.question_docs or self.n_docs, in_context)
+        if not self.phrase_docs:
+            return ids
+        phrase_ids: list[str] = []
+        for phrase in capitalised_phrases(question):
+            if len(phrase_ids) >= self.phrase_docs:
+                break
+            skip = in_context | set(ids) | set(phrase_ids)
+            for article_id in self._new_ids([phrase], PHRASE_HITS, skip):
+                if len(phrase_ids) < self.phrase_docs:
+                    phrase_ids.append(article_id)
+        return ids + phrase_ids
 
     def _new_ids(self, queries: Sequence[str], n: int, skip: set[str]) -> list[str]:
         # A retriever may return skipped ids anyway; each id is kept once, in hit order.
@@ -434,9 +493,9 @@ class MultiHop(_FramesProgram):
                 "dropped_duplicates": 0,
                 "errors": 0,
             }
-            for _ in range(self.rounds):
+            for number in range(1, self.rounds + 1):
                 queries = [question] if self.include_question else []
-                wanted = self.k - len(queries)
+                wanted = self.k - len(queries) if self.writes_in(number) else 0
                 if wanted > 0:
                     try:
                         out = self.generate(
@@ -470,6 +529,8 @@ class MultiHop(_FramesProgram):
                 for article_id in self.round_hits(question, queries, in_context):
                     in_context.add(article_id)
                     context.append(store[article_id])
+                if self.phrase_docs and queries[:1] == [question]:
+                    queries = [queries[0], *capitalised_phrases(question), *queries[1:]]
                 per_round_ids.append([a.id for a in context])
                 per_round_queries.append(queries)
                 _note_round(per_round_ids[-1], queries)

@@ -50,6 +50,8 @@ _POSITIVE = (
     "k",
     "n_docs",
     "question_docs",
+    "phrase_docs",
+    "lm_from_round",
     "context_tokens",
     "found_tokens",
     "lead_chars",
@@ -71,6 +73,13 @@ class ProgramSpec:
         question_docs: Articles the question's own query brings per round; None: ``n_docs``
             like any query. When set, the question also takes the slots the written queries
             leave unused, so a round adds exactly ``question_docs + (k - 1) * n_docs``.
+        phrase_docs: Articles the question's capitalised phrases bring per round (a no-LM
+            query source: the ``phrases-N`` logic as a program part); None: no phrase
+            queries. Needs ``question_docs``; a round then adds exactly
+            ``question_docs + phrase_docs + (k - 1) * n_docs`` articles.
+        lm_from_round: The first round whose queries the LM writes; the rounds before send
+            only the no-LM queries (with ``question_docs`` the question fills the LM's
+            slots). None: from round 1.
         cot: Answer with chain of thought.
         context_tokens: Token budget of the articles in the answer prompt; None until the
             model is known (a run derives it from the model's window).
@@ -86,6 +95,8 @@ class ProgramSpec:
     titles: bool | None = None
     include_question: bool | None = None
     question_docs: int | None = None
+    phrase_docs: int | None = None
+    lm_from_round: int | None = None
     cot: bool | None = None
     context_tokens: int | None = None
     found_tokens: int | None = None
@@ -158,10 +169,13 @@ class ProgramSpec:
         return "titles" if self.titles else "planning" if self.planning else "vanilla"
 
     def describe(self) -> str:
-        """A short label, e.g. ``multihop planning r3 k2 n4`` (``q8``: question_docs)."""
+        """A short label, e.g. ``multihop planning r3 k2 n4`` (``q8``: question_docs, ``p6``:
+        phrase_docs)."""
         if self.kind == "multihop":
             label = f"multihop {self.query_prompt} r{self.rounds} k{self.k} n{self.n_docs}"
-            return label + (f" q{self.question_docs}" if self.question_docs else "")
+            label += f" q{self.question_docs}" if self.question_docs else ""
+            label += f" p{self.phrase_docs}" if self.phrase_docs else ""
+            return label + (f" lm{self.lm_from_round}" if self.lm_from_round else "")
         if self.kind == "bm25":
             return f"bm25 n{self.n_docs}"
         if self.kind == "phrases":

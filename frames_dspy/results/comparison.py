@@ -63,6 +63,7 @@ _SPEC_SETTINGS = (
     "n_docs",
     "include_question",
     "question_docs",
+    "phrase_docs",
     "cot",
 )
 

@@ -83,6 +83,8 @@ def multihop_cost(
     context_tokens: int,
     include_question: bool,
     question_docs: int | None = None,
+    phrase_docs: int | None = None,
+    lm_from_round: int | None = None,
     answer: bool = True,
 ) -> QuestionCost:
     """One question of MultiHop: a query call per round (none when the question is the only
@@ -90,10 +92,10 @@ def multihop_cost(
     writes = k - 1 if include_question else k
     per_round = k * n_docs
     if include_question and question_docs is not None:
-        per_round = question_docs + (k - 1) * n_docs
+        per_round = question_docs + (phrase_docs or 0) + (k - 1) * n_docs
     calls = prompt_tokens = completion = 0.0
     if writes > 0:
-        for r in range(rounds):
+        for r in range((lm_from_round or 1) - 1, rounds):
             found = min(FOUND_CAP, FOUND_PER_ARTICLE * r * per_round)
             calls += 1
             prompt_tokens += QUERY_PROMPT[prompt] + found
@@ -117,6 +119,8 @@ def question_cost(spec: ProgramSpec, *, answer: bool = True) -> QuestionCost:
             context_tokens=spec.context_tokens,
             include_question=spec.include_question,
             question_docs=spec.question_docs,
+            phrase_docs=spec.phrase_docs,
+            lm_from_round=spec.lm_from_round,
             answer=answer,
         )
     if not answer:
