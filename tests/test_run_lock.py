@@ -79,9 +79,8 @@ def test_two_runs_started_together_on_one_folder_one_is_refused(tmp_path, env):
     # One line, naming the holder and the fix; nothing else (no estimate: no LM call).
     assert len(err.strip().splitlines()) == 1
     assert err.startswith(f"error: run folder {out} is in use by pid {winner.pid} on ")
-    assert (
-        f"python -m frames_dspy.evaluate --model openai/fault-model --api-base {server.url}" in err
-    )
+    # The holder's command as typed (its interpreter is python or python3, as pytest was run).
+    assert f" -m frames_dspy.evaluate --model openai/fault-model --api-base {server.url}" in err
     assert err.strip().endswith(
         "wait for it to finish (then rerun to resume), or choose another --out"
     )
