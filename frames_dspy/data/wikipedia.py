@@ -368,7 +368,8 @@ def write_corpus(
     """
     cache = Path(cache_dir)
     paths = (
-        sorted(cache.glob("*.json"))
+        # Hidden names are atomic writes in flight (".Title.x1y2.tmp.json"), never articles.
+        sorted(p for p in cache.glob("*.json") if not p.name.startswith("."))
         if links is None
         else [cache / _cache_name(link) for link in sorted(links)]
     )
