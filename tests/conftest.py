@@ -25,11 +25,11 @@ FIXTURES = Path(__file__).parent / "fixtures"
 # The optimize tests' helpers (opt_fake, opt_helpers) sit beside the data they use.
 sys.path.insert(0, str(FIXTURES))
 
-# The frames_dspy.lm fakes' fixtures, for every test module that runs an LM.
-from lm_fakes import fake_llama_cpp, gguf, model_dir, real_model_path  # noqa: E402, F401
-
 # The optimize tests' tiny study data (twelve two-hop questions, their corpus and index).
 from opt_helpers import tiny  # noqa: E402, F401
+
+# The frames_dspy.lm fakes' fixtures, for every test module that runs an LM.
+from tests.lm_fakes import fake_llama_cpp, gguf, model_dir, real_model_path  # noqa: E402, F401
 
 _SHARED = REPO.parent / "shared" / "data" / "raw"
 if "FRAMES_DATA_DIR" not in os.environ and _SHARED.is_dir():
