@@ -3,7 +3,7 @@
 A :class:`QuestionRecord` is what :mod:`frames_dspy.run.runner` makes of one question and what
 every figure is computed from (:mod:`frames_dspy.results.summary`). This module alone turns records
 into JSON lines of ``predictions.jsonl`` and back; everywhere else reads their fields as
-attributes (``tests/test_records.py`` scans the code for string-key access).
+attributes (``tests/results/test_records.py`` scans the code for string-key access).
 
 Tokens mean one thing everywhere: :attr:`QuestionRecord.tokens` is the program LM's
 *metered* tokens (prompt plus completion at :data:`~frames_dspy.lm.accounting.CHARS_PER_TOKEN`

@@ -13,7 +13,7 @@ which calls ran before it. Here a prompt reuses the cache only up to a multiple 
 computed one or a few at a time), and every prompt is cut into batches at multiples of
 ``n_batch`` counted from its first token. Each token then lands in the same place of the same
 kind of batch as in a fresh evaluation, and the prompt's logits are the same bit for bit (see
-``tests/test_prompt_cache.py``).
+``tests/lm/engine/test_prompt_cache.py``).
 
 **Recent prompts are saved.** The programs interleave prompts, so the one live cache is often
 the wrong one: DSPy's JSON fallback (sent after a reply it cannot parse) has another system
