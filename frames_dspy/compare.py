@@ -38,6 +38,16 @@ def _num(value: float | None, digits: int = 3, *, sign: bool = False) -> str:
     return f"{value:+.{digits}f}" if sign else f"{value:.{digits}f}"
 
 
+def _accuracy_row(pair: PairComparison) -> str:
+    if pair.accuracy_a is None and pair.accuracy_b is None:
+        return "| accuracy | not measured | not measured | — | — |"
+    return (
+        f"| accuracy | {_num(pair.accuracy_a)} ({pair.correct_a}/{pair.n}) | "
+        f"{_num(pair.accuracy_b)} ({pair.correct_b}/{pair.n}) | "
+        f"{_num(pair.accuracy_diff, sign=True)} | {format_interval(pair.accuracy_ci95)} |"
+    )
+
+
 def _ids(ids: list[Any]) -> str:
     if not ids:
         return "none"
@@ -83,9 +93,7 @@ def _pair_text(pair: PairComparison) -> list[str]:
         "",
         "| on the paired questions | A | B | B - A | 95% interval (paired bootstrap) |",
         "|---|---:|---:|---:|---|",
-        f"| accuracy | {_num(pair.accuracy_a)} ({pair.correct_a}/{pair.n}) | "
-        f"{_num(pair.accuracy_b)} ({pair.correct_b}/{pair.n}) | "
-        f"{_num(pair.accuracy_diff, sign=True)} | {format_interval(pair.accuracy_ci95)} |",
+        _accuracy_row(pair),
         f"| recall after last round (n={pair.recall_n}) | {_num(pair.recall_final_a)} | "
         f"{_num(pair.recall_final_b)} | {_num(pair.recall_final_diff, sign=True)} | "
         f"{format_interval(pair.recall_final_ci95)} |",
@@ -100,11 +108,14 @@ def _pair_text(pair: PairComparison) -> list[str]:
         f"recall: {pair.recall_no_gold} paired questions without a gold article in either run "
         f"left out; null in A only: {pair.recall_null_a_only}, in B only: "
         f"{pair.recall_null_b_only} (counted as 0 there)",
-        f"McNemar exact test: A wrong -> B right {pair.a_to_b.count}, A right -> B wrong "
-        f"{pair.b_to_a.count}, p = {pair.mcnemar_p:.4g}",
-        f"A wrong -> B right: {_ids(pair.a_to_b.ids)}",
-        f"A right -> B wrong: {_ids(pair.b_to_a.ids)}",
     ]
+    if pair.mcnemar_p is not None:
+        lines += [
+            f"McNemar exact test: A wrong -> B right {pair.a_to_b.count}, A right -> B wrong "
+            f"{pair.b_to_a.count}, p = {pair.mcnemar_p:.4g}",
+            f"A wrong -> B right: {_ids(pair.a_to_b.ids)}",
+            f"A right -> B wrong: {_ids(pair.b_to_a.ids)}",
+        ]
     if ea.judge or eb.judge:
         lines.append(
             f"judge errors: A {_ids(ea.judge_ids)}; B {_ids(eb.judge_ids)} "
@@ -180,6 +191,8 @@ What the numbers say:
                      are left out (and counted), a null on one side counts as 0.
   errors             a program error or a judge error (correct = null) counts as not correct;
                      both are shown per side.
+  retrieval only     a run made with --retrieval-only answered nothing: a pair with such a
+                     run shows no accuracy, flips or McNemar p, and its verdict is on recall.
 In --json, a_to_b holds the questions A got wrong and B got right, b_to_a the reverse.
 
 The runs must share the dataset (dataset_sha256) and, when both record one, the corpus

@@ -13,7 +13,14 @@ from typing import Any
 import frames_dspy.programs.modules  # noqa: F401
 from frames_dspy.programs.spec import ProgramSpec
 
-__all__ = ["Condition", "CONDITIONS", "PAPER_ACCURACY", "condition", "condition_names"]
+__all__ = [
+    "Condition",
+    "CONDITIONS",
+    "MULTIHOP_KNOBS",
+    "PAPER_ACCURACY",
+    "condition",
+    "condition_names",
+]
 
 
 @dataclass(frozen=True)
@@ -41,7 +48,8 @@ class Condition:
         )
 
 
-_MULTIHOP_KNOBS = (
+#: The multi-step settings a run's options can set (evaluate's --rounds, --k, ...).
+MULTIHOP_KNOBS = (
     "rounds",
     "k",
     "n_docs",
@@ -64,13 +72,13 @@ CONDITIONS: dict[str, Condition] = {
     "multistep-vanilla": Condition(
         ProgramSpec("multihop", planning=False),
         "ROUNDS rounds of K LM-written queries, N_DOCS articles each, then one answer",
-        knobs=_MULTIHOP_KNOBS,
+        knobs=MULTIHOP_KNOBS,
     ),
     "multistep-planning": Condition(
         ProgramSpec("multihop", planning=True),
         "the same with the search-planning prompt",
         paper=0.66,
-        knobs=_MULTIHOP_KNOBS,
+        knobs=MULTIHOP_KNOBS,
     ),
 }
 

@@ -25,6 +25,7 @@ from typing import Any
 import numpy as np
 
 from frames_dspy.base.settings import setting
+from frames_dspy.programs.conditions import MULTIHOP_KNOBS
 from frames_dspy.results.records import QuestionRecord, RecordError
 from frames_dspy.results.run_folder import load_records
 from frames_dspy.results.stats import mcnemar_exact, paired_bootstrap_ci
@@ -55,17 +56,7 @@ _IGNORED_SETTINGS = ("out", "threads", "mlflow", "mlflow_experiment", "mlflow_tr
 #: Command-line settings that only shape the programs run. When both runs recorded the spec of
 #: each program they ran (``programs`` in config.json), the specs are compared instead: with
 #: ``--program`` the command line's rounds/k/n_docs are defaults that were never used.
-_SPEC_SETTINGS = (
-    "conditions",
-    "program",
-    "rounds",
-    "k",
-    "n_docs",
-    "include_question",
-    "question_docs",
-    "phrase_docs",
-    "cot",
-)
+_SPEC_SETTINGS = ("conditions", "program", *MULTIHOP_KNOBS)
 
 #: Below this many paired questions a percentile bootstrap interval is too narrow to trust.
 SMALL_N = 30
@@ -169,14 +160,16 @@ class PairComparison:
     n: int
     only_in_a: list[Any]
     only_in_b: list[Any]
-    correct_a: int
-    correct_b: int
+    #: None (with the accuracy fields, the flips and McNemar's p) when a run is retrieval only:
+    #: it answered nothing, so it has no accuracy to compare.
+    correct_a: int | None
+    correct_b: int | None
     accuracy_a: float | None
     accuracy_b: float | None
     accuracy_diff: float | None
     accuracy_ci95: list[float] | None
     interval_excludes_zero: bool
-    mcnemar_p: float
+    mcnemar_p: float | None
     a_to_b: Flips
     b_to_a: Flips
     #: Questions in the recall pairing: those with a gold article in at least one run.
@@ -336,6 +329,33 @@ def compare_conditions(
         )
     recs_a = [side_a[i] for i in shared]
     recs_b = [side_b[i] for i in shared]
+    recall = _paired_recall(recs_a, recs_b, resamples=resamples, seed=seed)
+    unmeasured = [side for side, run in (("A", run_a), ("B", run_b)) if _retrieval_only(run)]
+    if unmeasured:
+        accuracy = _no_accuracy(unmeasured, recall)
+    else:
+        accuracy = _paired_accuracy(shared, recs_a, recs_b, resamples=resamples, seed=seed)
+    return PairComparison(
+        condition_a=condition_a,
+        condition_b=condition_b,
+        n=len(shared),
+        only_in_a=_sorted_ids(set(side_a) - set(side_b)),
+        only_in_b=_sorted_ids(set(side_b) - set(side_a)),
+        **accuracy,
+        **recall,
+        tokens_per_q_a=summarize_records(recs_a)["tokens_per_question"],
+        tokens_per_q_b=summarize_records(recs_b)["tokens_per_question"],
+        errors={"a": _side_errors(recs_a, shared), "b": _side_errors(recs_b, shared)},
+    )
+
+
+def _retrieval_only(run: Run) -> bool:
+    """Whether the run answered nothing (``--retrieval-only``), so has no accuracy."""
+    return bool((run.config.get("settings") or {}).get("retrieval_only"))
+
+
+def _paired_accuracy(shared, recs_a, recs_b, *, resamples: int, seed: int) -> dict[str, Any]:
+    """Accuracy of both sides on the paired questions, the flips, McNemar's p and the verdict."""
     right_a = np.array([r.is_correct for r in recs_a], dtype=float)
     right_b = np.array([r.is_correct for r in recs_b], dtype=float)
     gained = [i for i, x, y in zip(shared, right_a, right_b, strict=True) if not x and y]
@@ -343,30 +363,50 @@ def compare_conditions(
     p = mcnemar_exact(len(lost), len(gained))
     acc_a, acc_b = float(right_a.mean()), float(right_b.mean())
     acc_ci = paired_bootstrap_ci(right_a, right_b, resamples=resamples, seed=seed)
+    return {
+        "correct_a": int(right_a.sum()),
+        "correct_b": int(right_b.sum()),
+        "accuracy_a": acc_a,
+        "accuracy_b": acc_b,
+        "accuracy_diff": acc_b - acc_a,
+        "accuracy_ci95": acc_ci,
+        "interval_excludes_zero": acc_ci is not None and (acc_ci[0] > 0 or acc_ci[1] < 0),
+        "mcnemar_p": p,
+        "a_to_b": Flips(len(gained), gained),
+        "b_to_a": Flips(len(lost), lost),
+        "verdict": _verdict(acc_b - acc_a, acc_ci, p),
+    }
 
-    recall = _paired_recall(recs_a, recs_b, resamples=resamples, seed=seed)
-    return PairComparison(
-        condition_a=condition_a,
-        condition_b=condition_b,
-        n=len(shared),
-        only_in_a=_sorted_ids(set(side_a) - set(side_b)),
-        only_in_b=_sorted_ids(set(side_b) - set(side_a)),
-        correct_a=int(right_a.sum()),
-        correct_b=int(right_b.sum()),
-        accuracy_a=acc_a,
-        accuracy_b=acc_b,
-        accuracy_diff=acc_b - acc_a,
-        accuracy_ci95=acc_ci,
-        interval_excludes_zero=acc_ci is not None and (acc_ci[0] > 0 or acc_ci[1] < 0),
-        mcnemar_p=p,
-        a_to_b=Flips(len(gained), gained),
-        b_to_a=Flips(len(lost), lost),
-        **recall,
-        tokens_per_q_a=summarize_records(recs_a)["tokens_per_question"],
-        tokens_per_q_b=summarize_records(recs_b)["tokens_per_question"],
-        errors={"a": _side_errors(recs_a, shared), "b": _side_errors(recs_b, shared)},
-        verdict=_verdict(acc_b - acc_a, acc_ci, p),
-    )
+
+def _no_accuracy(unmeasured: list[str], recall: dict[str, Any]) -> dict[str, Any]:
+    """The accuracy fields of a pair with a retrieval-only side: empty, and a recall verdict."""
+    which = " and ".join(unmeasured)
+    runs = "run" if len(unmeasured) == 1 else "runs"
+    return {
+        "correct_a": None,
+        "correct_b": None,
+        "accuracy_a": None,
+        "accuracy_b": None,
+        "accuracy_diff": None,
+        "accuracy_ci95": None,
+        "interval_excludes_zero": False,
+        "mcnemar_p": None,
+        "a_to_b": Flips(0, []),
+        "b_to_a": Flips(0, []),
+        "verdict": f"accuracy not measured ({runs} {which} retrieval only); "
+        + _recall_verdict(recall["recall_final_diff"], recall["recall_final_ci95"]),
+    }
+
+
+def _recall_verdict(diff: float | None, ci: list[float] | None) -> str:
+    if diff is None or ci is None:
+        return "no question with a gold article: no recall to compare"
+    head = f"final recall B - A = {diff:+.3f} {format_interval(ci)}"
+    if ci[0] > 0:
+        return f"{head}: the interval excludes 0: B finds more gold articles"
+    if ci[1] < 0:
+        return f"{head}: the interval excludes 0: A finds more gold articles"
+    return f"{head}: the interval includes 0: no evidence of a difference in recall"
 
 
 def _paired_recall(recs_a, recs_b, *, resamples: int, seed: int) -> dict[str, Any]:

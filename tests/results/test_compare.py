@@ -470,3 +470,44 @@ def test_help_teaches(capsys):
     out = capsys.readouterr().out
     for phrase in ("Pairing", "McNemar", "bootstrap", "examples:", "--condition-b"):
         assert phrase in out
+
+
+# --- retrieval-only runs ---------------------------------------------------------------------
+
+
+def test_retrieval_only_runs_compare_recall_not_an_accuracy_they_never_measured(tmp_path, capsys):
+    # Retrieval-only records carry empty answers judged not correct; their 0.000 is no accuracy.
+    empty = {"judge_method": "empty", "answer": ""}
+    a = write_run(
+        tmp_path / "a",
+        [record("bm25-4", i, False, **{**empty, "recall": [0.5]}) for i in range(40)],
+        settings={"retrieval_only": True},
+    )
+    b = write_run(
+        tmp_path / "b",
+        [record("bm25-4", i, False, **{**empty, "recall": [1.0]}) for i in range(40)],
+        settings={"retrieval_only": True},
+    )
+    pair = compare_runs(CompareConfig(run_a=str(a), run_b=str(b))).pairs[0]
+    assert pair.accuracy_a is None and pair.accuracy_b is None and pair.accuracy_ci95 is None
+    assert pair.correct_a is None and pair.mcnemar_p is None and pair.a_to_b.count == 0
+    assert pair.recall_final_diff == pytest.approx(0.5)
+    assert pair.verdict.startswith("accuracy not measured (runs A and B retrieval only)")
+    assert "B finds more gold articles" in pair.verdict
+    assert main([str(a), str(b)]) == 0
+    out = capsys.readouterr().out
+    assert "| accuracy | not measured | not measured |" in out
+    assert "McNemar" not in out and "0.000 (0/40)" not in out
+
+
+def test_one_retrieval_only_side_is_named_and_answers_are_not_paired_with_it(tmp_path):
+    a = write_run(tmp_path / "a", outcomes("bm25-4", "1100110011"))
+    b = write_run(
+        tmp_path / "b",
+        [record("bm25-4", i, False, judge_method="empty", answer="") for i in range(10)],
+        settings={"retrieval_only": True},
+    )
+    pair = compare_runs(CompareConfig(run_a=str(a), run_b=str(b))).pairs[0]
+    assert pair.accuracy_diff is None and pair.b_to_a.count == 0
+    assert pair.verdict.startswith("accuracy not measured (run B retrieval only)")
+    assert "no evidence of a difference in recall" in pair.verdict
