@@ -49,3 +49,20 @@ def test_every_docs_page_the_readme_links_to_exists():
         if target.startswith(("http://", "https://")) or not target:
             continue
         assert (REPO / target).exists(), target
+
+
+def test_the_readme_layout_names_every_package_and_test_folder():
+    text = (REPO / "README.md").read_text(encoding="utf-8")
+    layout = text.split("## Layout\n", 1)[1].split("\n## ", 1)[0]
+    packages = sorted(
+        d.name
+        for d in (REPO / "frames_dspy").iterdir()
+        if (d / "__init__.py").exists() and d.name != "__pycache__"
+    )
+    assert packages, "no packages found under frames_dspy/"
+    missing = [name for name in packages if f"{name}/" not in layout]
+    assert not missing, f"README's layout leaves out frames_dspy/{missing}"
+    for top in ("optimize/", "benchmarks/", "experiments/", "tests/"):
+        assert top in layout
+    tests = sorted(d.name for d in (REPO / "tests").iterdir() if (d / "__init__.py").exists())
+    assert all(f"{name}/" in layout or name in packages for name in tests), tests
