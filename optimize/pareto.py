@@ -14,6 +14,7 @@ from optuna.trial import FrozenTrial, TrialState
 logger = logging.getLogger(__name__)
 
 __all__ = [
+    "RETRIEVAL_OBJECTIVES",
     "PickRule",
     "parse_pick",
     "complete_trials",
@@ -107,12 +108,18 @@ def _attr(t: FrozenTrial, name: str) -> str:
     return f"{value:.3f}" if isinstance(value, int | float) else "—"
 
 
-def _row(t: FrozenTrial, chosen: FrozenTrial | None) -> str:
+#: Objectives that depend on the retrieval half alone: trials run no answer step, so their
+#: accuracy is not measured (shown as "—").
+RETRIEVAL_OBJECTIVES = ("recall", "lift")
+
+
+def _row(t: FrozenTrial, chosen: FrozenTrial | None, metric: str) -> str:
     a = t.user_attrs
     mark = " ◀ chosen" if chosen is not None and t.number == chosen.number else ""
+    accuracy = "—" if metric in RETRIEVAL_OBJECTIVES else _attr(t, "accuracy")
     return (
         f"| {t.number}{mark} | {t.params['prompt']} | {t.params['rounds']} | {t.params['k']} | "
-        f"{t.params['n_docs']} | {t.values[0]:.3f} | {_attr(t, 'accuracy')} | "
+        f"{t.params['n_docs']} | {t.values[0]:.3f} | {accuracy} | "
         f"{_attr(t, 'recall')} | {_attr(t, 'no_lm_recall')} | {_attr(t, 'ref_bm25')} | "
         f"{_attr(t, 'ref_phrases')} | {t.values[1]:.0f} | "
         f"{a.get('lm_calls_per_q', float('nan')):.2f} | {a.get('judge_errors', '—')} | "
@@ -134,7 +141,8 @@ def pareto_markdown(
         "",
         f"The objective `{metric}` on the dev split against metered tokens per question",
         "(program LM, prompt + completion, counted whether or not the call was cached); accuracy",
-        f"is the autorater's, recall the gold articles found after the last round. Pick rule: "
+        "is the autorater's (— where trials ran retrieval only), recall the gold articles found",
+        f"after the last round. Pick rule: "
         f"`{rule}`. What the LM adds, with no LM call: `no-LM parts` is the program's",
         "question and phrase queries alone at the same article budget (— when it writes no",
         "query); `bm25-N` and `phrases-N` are the no-LM references at each dev question's own",
@@ -144,7 +152,8 @@ def pareto_markdown(
         "bm25-N | phrases-N | tokens/q | LM calls/q | judge errors | questions |",
         "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
     ]
-    lines += [_row(t, chosen) for t in sorted(front, key=lambda t: (t.values[1], t.number))]
+    ordered = sorted(front, key=lambda t: (t.values[1], t.number))
+    lines += [_row(t, chosen, metric) for t in ordered]
     return "\n".join(lines) + "\n"
 
 

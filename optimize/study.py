@@ -45,6 +45,7 @@ from frames_dspy.results.records import QuestionRecord
 from frames_dspy.results.run_folder import RunFolder
 from frames_dspy.results.summary import objective_value, summarize_records
 from frames_dspy.run.runner import Runner
+from optimize.pareto import RETRIEVAL_OBJECTIVES
 
 logger = logging.getLogger(__name__)
 
@@ -71,7 +72,7 @@ PAPER_PROMPTS = PROMPTS[:2]
 OBJECTIVES = {
     "accuracy": "autorater accuracy on the dev split",
     "recall": "gold-article recall after the last round (every dev question with a gold "
-    "article counts; no judge needed to steer, though answers are still judged and shown)",
+    "article counts; retrieval only: no answer step and no judge call, so no accuracy)",
     "accuracy+recall": "accuracy, ties broken by recall (recall adds less than one "
     "question's worth of accuracy): with a strong model accuracy decides, with a weak one "
     "recall still separates trials",
@@ -79,8 +80,6 @@ OBJECTIVES = {
     "same dev questions, each at the article count N the program reached on it), so a "
     "larger article budget does not win by itself (retrieval only, like recall)",
 }
-#: Objectives that depend on the retrieval half alone: trials run no answer step.
-RETRIEVAL_OBJECTIVES = ("recall", "lift")
 
 
 @dataclass(frozen=True)

@@ -120,3 +120,15 @@ def test_trials_csv_leaves_out_the_saved_program_state():
         frame.columns
     )
     assert list(frame["state"]) == ["COMPLETE", "FAIL"]
+
+
+def test_a_retrieval_only_objective_shows_no_accuracy_even_where_a_trial_recorded_zero():
+    study = study_of((0.03, 1000.0))
+    front = pareto_front(study)
+    front[0].user_attrs["accuracy"] = 0.0  # what a trial without an answer step records
+    front[0].user_attrs["recall"] = 0.9
+    accuracy_measured = pareto_markdown(front, front[0], rule=parse_pick("best"), n_trials=1)
+    lift = pareto_markdown(front, front[0], rule=parse_pick("best"), n_trials=1, metric="lift")
+    row = next(line for line in lift.splitlines() if line.startswith("| 0 "))
+    assert row.split("|")[7].strip() == "—" and row.split("|")[8].strip() == "0.900"
+    assert "| 0.000 | 0.900 |" in accuracy_measured
