@@ -344,7 +344,9 @@ def _evaluate(plan: _Plan, *, progress: bool, say: Callable[[str], None]) -> Run
         for label, spec in built.items()
     }
     spend = SpendMeter(*pricers)
-    bar = RunProgress(counts, weights, spend=spend, enabled=progress)
+    bar = RunProgress(
+        counts, weights, spend=spend, enabled=progress, accuracy=not settings.retrieval_only
+    )
     try:
         stopped = _run_conditions(plan, todo, run=run, spend=spend, bar=bar)
     except KeyboardInterrupt:

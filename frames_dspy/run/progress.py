@@ -4,8 +4,9 @@ A naive question takes a few seconds and a multi-step one minutes, so a bar that
 questions would promise an early finish during the naive condition. The bar counts estimated
 tokens instead (the cost model of :mod:`frames_dspy.run.cost`): each finished question advances it
 by its condition's per-question estimate, and tqdm's rate and ETA follow. The text beside it
-shows questions done, the condition running, its accuracy and failures so far, and the tokens
-(and dollars, when the price is known) spent.
+shows questions done, the condition running, its accuracy (not in a retrieval-only run, which
+measures none), final recall and failures so far, and the tokens (and dollars, when the price
+is known) spent.
 """
 
 from __future__ import annotations
@@ -28,6 +29,7 @@ class RunProgress:
         weights: Estimated tokens of one question per condition (its share of the work).
         spend: The run's spend meter (tokens and dollars so far), shown beside the bar.
         enabled: False shows nothing (``--quiet``, tests).
+        accuracy: False for a retrieval-only run: no accuracy is shown, as none is measured.
     """
 
     def __init__(
@@ -37,6 +39,7 @@ class RunProgress:
         *,
         spend: SpendMeter | None = None,
         enabled: bool = True,
+        accuracy: bool = True,
     ):
         from tqdm.auto import tqdm
 
@@ -46,7 +49,9 @@ class RunProgress:
         self.questions = sum(self.todo.values())
         self.finished = 0
         self.label = ""
-        self._counts: dict[str, list[int]] = {label: [0, 0, 0] for label in todo}
+        self.accuracy = accuracy
+        # Per condition: questions done, correct, failed, questions with a recall, recall sum.
+        self._counts: dict[str, list[float]] = {label: [0, 0, 0, 0, 0.0] for label in todo}
         self._lock = threading.Lock()
         total = sum(self.todo[label] * self.weights[label] for label in todo)
         self._bar = tqdm(
@@ -69,18 +74,24 @@ class RunProgress:
         label = record.condition
         with self._lock:
             self.finished += 1
-            counts = self._counts.setdefault(label, [0, 0, 0])
+            counts = self._counts.setdefault(label, [0, 0, 0, 0, 0.0])
             counts[0] += 1
             counts[1] += record.is_correct
             counts[2] += record.failed
+            final = record.final_recall
+            if final is not None:
+                counts[3] += 1
+                counts[4] += final
             self._bar.update(round(self.weights.get(label, 1.0)))
             self._show()
 
     def _show(self) -> None:
-        done, correct, failed = self._counts.get(self.label, [0, 0, 0])
+        done, correct, failed, with_recall, recall = self._counts.get(self.label, [0, 0, 0, 0, 0])
         parts = [f"{self.finished}/{self.questions} q", self.label]
-        if done:
+        if done and self.accuracy:
             parts.append(f"acc {correct / done:.2f}")
+        if with_recall:
+            parts.append(f"recall {recall / with_recall:.2f}")
         if failed:
             parts.append(f"FAILED {failed}")
         if self.spend is not None:
