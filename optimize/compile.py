@@ -70,7 +70,7 @@ from optimize.config import (
 )
 from optimize.cost import estimate_cost
 from optimize.final import CompileRun, final_stage, trial_line
-from optimize.pareto import complete_trials, parse_pick
+from optimize.pareto import RETRIEVAL_OBJECTIVES, complete_trials, parse_pick
 from optimize.storage import make_sampler, open_study, redact
 from optimize.study import (
     Objective,
@@ -88,6 +88,7 @@ __all__ = [
     "run_compile",
     "build_parser",
     "main",
+    "outcome_lines",
 ]
 
 
@@ -480,6 +481,38 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+def outcome_lines(result, objective: str) -> list[str]:
+    """The pick and its test score in plain lines; a recall or lift study ran no answer step,
+    so it shows final recall and no accuracy."""
+    lines = []
+    retrieval_only = objective in RETRIEVAL_OBJECTIVES
+    if result.chosen:
+        c = result.chosen
+        measured = "" if retrieval_only else f"accuracy {c['dev_accuracy']:.3f}"
+        recall = f"recall {c['dev_recall']:.3f}" if c.get("dev_recall") is not None else ""
+        lines.append(
+            f"chosen: trial {c['trial']} ({c['label']}), dev {c['objective']} "
+            f"{c['dev_objective']:.3f} ({', '.join(p for p in (measured, recall) if p)}), "
+            f"{c['dev_tokens_per_q']:.0f} tokens/q"
+        )
+    if result.test:
+        t = result.test
+        if retrieval_only:
+            final = t["recall_by_round"][-1] if t.get("recall_by_round") else None
+            shown = f"final recall {final:.3f}" if final is not None else "no recall"
+            lines.append(
+                f"test: {shown} on {t['n']} questions (retrieval only: no accuracy measured), "
+                f"{t['tokens_per_question']:.0f} tokens/q"
+            )
+        else:
+            lines.append(
+                f"test: accuracy {t['accuracy']:.3f} on {t['n']} questions "
+                f"(95% CI {t['ci95'][0]:.2f}-{t['ci95'][1]:.2f}), "
+                f"{t['tokens_per_question']:.0f} tokens/q"
+            )
+    return lines
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
@@ -528,21 +561,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"stopped early: {result.stopped}")
     if config.workers_only:
         return 0
-    if result.chosen:
-        c = result.chosen
-        print(
-            f"chosen: trial {c['trial']} ({c['label']}), dev {c['objective']} "
-            f"{c['dev_objective']:.3f} (accuracy {c['dev_accuracy']:.3f}"
-            + (f", recall {c['dev_recall']:.3f}" if c.get("dev_recall") is not None else "")
-            + f"), {c['dev_tokens_per_q']:.0f} tokens/q"
-        )
-    if result.test:
-        t = result.test
-        print(
-            f"test: accuracy {t['accuracy']:.3f} on {t['n']} questions "
-            f"(95% CI {t['ci95'][0]:.2f}-{t['ci95'][1]:.2f}), "
-            f"{t['tokens_per_question']:.0f} tokens/q"
-        )
+    for line in outcome_lines(result, config.objective):
+        print(line)
     print(f"output: {result.out}")
     if result.command:
         print("reproduce the test score with:")

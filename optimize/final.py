@@ -269,7 +269,8 @@ def lm_verdict(chosen: dict[str, Any]) -> str:
             "the LM added nothing: the pick sends no LM query (its articles come from the "
             "question and its phrases alone)"
         )
-    line = f"the pick's LM writes {chosen['lm_queries_per_round']} queries a round"
+    n = chosen["lm_queries_per_round"]
+    line = f"the pick's LM writes {n} {'query' if n == 1 else 'queries'} a round"
     alone, recall = chosen.get("dev_no_lm_recall"), chosen.get("dev_recall")
     if isinstance(alone, int | float) and isinstance(recall, int | float):
         line += (

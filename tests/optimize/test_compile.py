@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from types import SimpleNamespace
 
 import pandas as pd
 import pytest
@@ -167,3 +168,32 @@ def test_bad_search_options_are_refused(argv, message, capsys):
         opt_compile.main(argv)
     assert exit_info.value.code == 2
     assert message in capsys.readouterr().err
+
+
+def test_the_outcome_of_a_recall_or_lift_study_shows_recall_and_no_accuracy():
+    chosen = {
+        "trial": 0,
+        "label": "titles r2 k2",
+        "objective": "lift",
+        "dev_objective": 0.033,
+        "dev_accuracy": 0.0,
+        "dev_recall": 0.906,
+        "dev_tokens_per_q": 1360.0,
+    }
+    test = {
+        "n": 100,
+        "accuracy": 0.0,
+        "ci95": [0.0, 0.04],
+        "tokens_per_question": 1449.0,
+        "recall_by_round": [0.849, 0.909],
+    }
+    result = SimpleNamespace(chosen=chosen, test=test)
+    lift = opt_compile.outcome_lines(result, "lift")
+    assert lift == [
+        "chosen: trial 0 (titles r2 k2), dev lift 0.033 (recall 0.906), 1360 tokens/q",
+        "test: final recall 0.909 on 100 questions (retrieval only: no accuracy measured), "
+        "1449 tokens/q",
+    ]
+    accuracy = opt_compile.outcome_lines(result, "accuracy")
+    assert "(accuracy 0.000, recall 0.906)" in accuracy[0]
+    assert accuracy[1].startswith("test: accuracy 0.000 on 100 questions (95% CI 0.00-0.04)")
