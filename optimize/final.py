@@ -28,18 +28,14 @@ from frames_dspy.base.redaction import redact_text
 from frames_dspy.base.settings import command_args
 from frames_dspy.data.questions import Splits
 from frames_dspy.lm.accounting import CallBudget
-from frames_dspy.programs import (
-    NoLMReferences,
-    build_program,
-    lm_queries_per_round,
-    save_program,
-)
-from frames_dspy.results.records import QuestionRecord, read_records
+from frames_dspy.programs import build_program, lm_queries_per_round, save_program
+from frames_dspy.results.records import QuestionRecord
 from frames_dspy.results.run_folder import RunFolder
 from frames_dspy.results.stats import paired_bootstrap_ci
 from frames_dspy.run.evaluation import EvalConfig, run_evaluation
 from frames_dspy.run.session import Session
 from optimize.config import CompileConfig, NoCompleteTrials
+from optimize.lm_share import dev_lm_share, held_out_verdict, lm_verdict, test_lm_share
 from optimize.optimizers import OptimizerSettings, compile_program
 from optimize.pareto import (
     PickRule,
@@ -251,64 +247,6 @@ def paired_dev_check(
     }
 
 
-def _dev_lm_share(chosen: FrozenTrial, spec) -> dict[str, Any]:
-    """The chosen trial's no-LM figures on dev (see :meth:`optimize.study.Objective.lm_share`)."""
-    a = chosen.user_attrs
-    return {
-        "lm_queries_per_round": lm_queries_per_round(spec),
-        "dev_no_lm_recall": a.get("no_lm_recall"),
-        "dev_references": {"bm25": a.get("ref_bm25"), "phrases": a.get("ref_phrases")},
-        "dev_lift": a.get("lift"),
-    }
-
-
-def lm_verdict(chosen: dict[str, Any]) -> str:
-    """One plain line on what the LM added to the pick on dev."""
-    if not chosen.get("lm_queries_per_round"):
-        return (
-            "the LM added nothing: the pick sends no LM query (its articles come from the "
-            "question and its phrases alone)"
-        )
-    n = chosen["lm_queries_per_round"]
-    line = f"the pick's LM writes {n} {'query' if n == 1 else 'queries'} a round"
-    alone, recall = chosen.get("dev_no_lm_recall"), chosen.get("dev_recall")
-    if isinstance(alone, int | float) and isinstance(recall, int | float):
-        line += (
-            f"; dev recall {recall:.3f} against {alone:.3f} for its no-LM parts alone at the "
-            f"same budget (the LM's share {recall - alone:+.3f})"
-        )
-    if isinstance(chosen.get("dev_lift"), int | float):
-        line += f"; lift over the stronger no-LM reference {chosen['dev_lift']:+.3f}"
-    return line
-
-
-def _test_lm_share(summary: dict[str, Any], test_dir: Path, retriever) -> dict[str, Any]:
-    """The test run's no-LM figures: the program's no-LM parts alone (its ``program-no-lm``
-    row, when it writes queries) and bm25-N / phrases-N at each question's own count."""
-    records = [r for r in read_records(test_dir / "predictions.jsonl") if r.condition == "program"]
-    refs = NoLMReferences(retriever).strongest(records)
-    alone = summary.get("program-no-lm")
-    return {
-        "no_lm_recall": alone["recall_by_round"][-1]
-        if alone and alone["recall_by_round"]
-        else None,
-        "references": {"bm25": refs["bm25"], "phrases": refs["phrases"]},
-    }
-
-
-def held_out_verdict(test: dict[str, Any]) -> str:
-    """One line: the test recall beside the no-LM parts alone and both references."""
-    by_round = test.get("recall_by_round") or [0.0]
-    refs = test.get("references") or {}
-    parts = [f"test recall {by_round[-1]:.3f}"]
-    if isinstance(test.get("no_lm_recall"), int | float):
-        parts.append(f"its no-LM parts alone {test['no_lm_recall']:.3f}")
-    for kind in ("bm25", "phrases"):
-        if isinstance(refs.get(kind), int | float):
-            parts.append(f"{kind}-N {refs[kind]:.3f}")
-    return "; ".join(parts) + " (references at each question's own article count N, no LM)"
-
-
 def _prepare_test_dir(test_dir: Path, program_sha: str) -> None:
     # run_evaluation resumes a run folder whose settings match; the program *path* is the same
     # on every rerun, so a folder scored for an earlier program.json must not be resumed.
@@ -502,7 +440,7 @@ def _save_chosen(run: CompileRun, program, chosen, front, compiled_info: dict):
         "pick": str(run.rule),
         "pareto_size": len(front),
         "compile": compiled_info,
-        **_dev_lm_share(chosen, program.spec),
+        **dev_lm_share(chosen, program.spec),
     }
     run.say(lm_verdict(chosen_info))
     program_path = Path(config.out) / "program.json"
@@ -549,7 +487,7 @@ def _score_on_test(run: CompileRun, program_path: Path, command, phases: dict, s
         retriever=run.session.retriever,
         progress=run.bars,
     )
-    lm_share = _test_lm_share(summary, test_dir, run.session.retriever)
+    lm_share = test_lm_share(summary, test_dir, run.session.retriever)
     summary = summary["program"]
     test = {
         "split": "test",

@@ -1,0 +1,53 @@
+"""What the LM adds, held out: the paired share beside the no-LM parts and its plain verdict."""
+
+from __future__ import annotations
+
+import pytest
+
+from frames_dspy.results.records import QuestionRecord
+from optimize.lm_share import _paired_lm_share, held_out_verdict, lm_verdict
+
+
+def rec(condition, qid, recall):
+    return QuestionRecord(condition=condition, id=qid, recall=recall)
+
+
+def test_the_share_pairs_questions_by_id_and_counts_an_empty_search_as_zero():
+    program = [rec("program", 1, [0.5, 1.0]), rec("program", 2, []), rec("program", 3, None)]
+    alone = [rec("program-no-lm", 2, [0.5]), rec("program-no-lm", 1, [0.5, 0.5])]
+    share = _paired_lm_share(program, alone)
+    # Question 3 has no gold article on either side and is left out.
+    assert share["lm_share_n"] == 2
+    assert share["lm_share"] == pytest.approx((1.0 + 0.0) / 2 - (0.5 + 0.5) / 2)
+    low, high = share["lm_share_ci95"]
+    assert low <= share["lm_share"] <= high
+    assert _paired_lm_share(program, []) == {}
+
+
+@pytest.mark.parametrize(
+    "ci, said",
+    [
+        ([0.01, 0.05], "the LM added recall"),
+        ([-0.015, 0.012], "the LM added nothing shown"),
+        ([-0.05, -0.01], "the LM lost recall"),
+    ],
+)
+def test_the_held_out_line_says_what_the_interval_shows(ci, said):
+    test = {
+        "recall_by_round": [0.85, 0.909],
+        "no_lm_recall": 0.910,
+        "references": {"bm25": 0.889, "phrases": 0.906},
+        "lm_share": -0.002,
+        "lm_share_ci95": ci,
+        "lm_share_n": 100,
+    }
+    first, second = held_out_verdict(test).splitlines()
+    assert first.startswith("test recall 0.909; its no-LM parts alone 0.910; bm25-N 0.889")
+    assert "-0.002 [" in second and "100 questions" in second
+    assert said in second
+
+
+def test_a_program_without_lm_queries_gets_one_line_and_says_the_lm_added_nothing():
+    assert held_out_verdict({"recall_by_round": [0.9], "references": {}}).count("\n") == 0
+    assert lm_verdict({"lm_queries_per_round": 0}).startswith("the LM added nothing")
+    assert "writes 1 query a round" in lm_verdict({"lm_queries_per_round": 1})
