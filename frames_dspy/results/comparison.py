@@ -288,12 +288,25 @@ def format_interval(ci: list[float] | None) -> str:
 def _verdict(diff: float | None, ci: list[float] | None, p: float) -> str:
     if diff is None or ci is None:
         return "no paired questions: nothing to compare"
-    head = f"B - A = {diff:+.3f} {format_interval(ci)}"
+    said = _interval_says(ci, "B is more accurate", "A is more accurate", "a difference")
+    return f"B - A = {diff:+.3f} {format_interval(ci)}: {said} (McNemar p = {p:.3g})"
+
+
+def _recall_verdict(diff: float | None, ci: list[float] | None) -> str:
+    if diff is None or ci is None:
+        return "no question with a gold article: no recall to compare"
+    said = _interval_says(
+        ci, "B finds more gold articles", "A finds more gold articles", "a difference in recall"
+    )
+    return f"final recall B - A = {diff:+.3f} {format_interval(ci)}: {said}"
+
+
+def _interval_says(ci: list[float], b_higher: str, a_higher: str, what: str) -> str:
     if ci[0] > 0:
-        return f"{head}: the interval excludes 0: B is more accurate (McNemar p = {p:.3g})"
+        return f"the interval excludes 0: {b_higher}"
     if ci[1] < 0:
-        return f"{head}: the interval excludes 0: A is more accurate (McNemar p = {p:.3g})"
-    return f"{head}: the interval includes 0: no evidence of a difference (McNemar p = {p:.3g})"
+        return f"the interval excludes 0: {a_higher}"
+    return f"the interval includes 0: no evidence of {what}"
 
 
 def compare_conditions(
@@ -396,17 +409,6 @@ def _no_accuracy(unmeasured: list[str], recall: dict[str, Any]) -> dict[str, Any
         "verdict": f"accuracy not measured ({runs} {which} retrieval only); "
         + _recall_verdict(recall["recall_final_diff"], recall["recall_final_ci95"]),
     }
-
-
-def _recall_verdict(diff: float | None, ci: list[float] | None) -> str:
-    if diff is None or ci is None:
-        return "no question with a gold article: no recall to compare"
-    head = f"final recall B - A = {diff:+.3f} {format_interval(ci)}"
-    if ci[0] > 0:
-        return f"{head}: the interval excludes 0: B finds more gold articles"
-    if ci[1] < 0:
-        return f"{head}: the interval excludes 0: A finds more gold articles"
-    return f"{head}: the interval includes 0: no evidence of a difference in recall"
 
 
 def _paired_recall(recs_a, recs_b, *, resamples: int, seed: int) -> dict[str, Any]:
