@@ -53,6 +53,7 @@ __all__ = [
     "build_corpus",
     "default_corpus",
     "corpus_manifest",
+    "cached_files",
 ]
 
 _USER_AGENT = "frames-dspy/0.1 (FRAMES benchmark reproduction; article text for BM25)"
@@ -350,6 +351,12 @@ def _extract(client: _Client, pageid: int) -> dict | None:
     return page if page and "pageid" in page and not page.get("missing") else None
 
 
+def cached_files(cache_dir: str | Path) -> list[Path]:
+    """The article files in a fetch's cache, sorted; hidden names are atomic writes in flight
+    (``.Title.x1y2.tmp.json``, which ``*.json`` also matches), never articles."""
+    return sorted(p for p in Path(cache_dir).glob("*.json") if not p.name.startswith("."))
+
+
 def write_corpus(
     cache_dir: str | Path, out_path: str | Path, *, links: Iterable[str] | None = None
 ) -> int:
@@ -368,8 +375,7 @@ def write_corpus(
     """
     cache = Path(cache_dir)
     paths = (
-        # Hidden names are atomic writes in flight (".Title.x1y2.tmp.json"), never articles.
-        sorted(p for p in cache.glob("*.json") if not p.name.startswith("."))
+        cached_files(cache)
         if links is None
         else [cache / _cache_name(link) for link in sorted(links)]
     )

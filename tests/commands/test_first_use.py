@@ -25,7 +25,7 @@ from frames_dspy import evaluate
 from frames_dspy.data.corpus import load_corpus
 from frames_dspy.data.download import DownloadError
 from frames_dspy.data.questions import load_frames
-from frames_dspy.data.wikipedia import default_corpus_folder
+from frames_dspy.data.wikipedia import cached_files, default_corpus_folder
 from frames_dspy.run.session import ModelDataSettings, open_session
 from tests.mediawiki_server import MediaWiki, serve_corpus
 
@@ -292,4 +292,4 @@ def test_ctrl_c_during_the_first_fetch_keeps_what_came_and_a_rerun_resumes(tmp_p
 
 
 def _articles_in(folder: Path) -> list[Path]:
-    return [p for p in folder.glob("*.json") if not p.name.startswith(".")]
+    return cached_files(folder)
