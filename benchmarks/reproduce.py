@@ -23,6 +23,11 @@ An experiment is a folder with ``experiment.json``:
 
 Exit status: 0 every figure within tolerance, 1 some figure outside it (each one is listed),
 2 the experiment or a run folder cannot be read (the message says which, and how to make it).
+``--only NAME,...`` takes part of an experiment: with ``--rerun`` only those commands run, and
+only the figures whose run folders those commands write are checked (the table says how many
+were left out, and why). ``--tolerance rerun`` checks folders an earlier ``--rerun`` wrote (for
+instance one resumed in parts) with the re-run tolerances instead of the re-scoring one.
+
 ``--write`` stores the figures just computed as the expected values (for the experiment's
 author, after a run; the file says when and with which command line).
 """
@@ -47,7 +52,15 @@ from frames_dspy.results.comparison import CompareConfig, CompareError, compare_
 from frames_dspy.results.run_folder import load_records
 from frames_dspy.results.summary import summarize
 
-__all__ = ["RUN_METRICS", "RESCORE_TOLERANCE", "Figure", "load_experiment", "score", "main"]
+__all__ = [
+    "RUN_METRICS",
+    "RESCORE_TOLERANCE",
+    "Figure",
+    "load_experiment",
+    "select",
+    "score",
+    "main",
+]
 
 #: How close a re-scored figure must be to the stored one (stored values have 4 decimals).
 RESCORE_TOLERANCE = 5e-4
@@ -191,9 +204,63 @@ def _fmt(value: Any) -> str:
     return f"{value:.4f}" if isinstance(value, float) else str(value)
 
 
-def run_commands(data: dict[str, Any], runs: Path, cache: str | None) -> None:
-    """Run the experiment's commands in order, ``{runs}`` replaced; stops at the first failure."""
+def command_outputs(data: dict[str, Any]) -> dict[str, str]:
+    """Each command's name -> the folder under ``{runs}`` its ``--out`` names ("" if none)."""
+    outputs = {}
     for name, argv in data.get("commands", {}).items():
+        out = ""
+        for flag, value in zip(argv, argv[1:], strict=False):
+            if flag == "--out" and str(value).startswith("{runs}/"):
+                out = str(value).removeprefix("{runs}/").strip("/")
+        outputs[name] = out
+    return outputs
+
+
+def _under(run: str, folder: str) -> bool:
+    return bool(folder) and (run == folder or run.startswith(folder + "/"))
+
+
+def select(
+    data: dict[str, Any], figures: Sequence[Figure], only: str | None
+) -> tuple[list[str], list[Figure]]:
+    """The commands ``--only`` names and the figures made from their runs alone.
+
+    Without ``only``: every command and figure. A paired figure is kept when both its runs come
+    from chosen commands. Raises :class:`ExperimentError` for a name the experiment lacks.
+    """
+    outputs = command_outputs(data)
+    if not only:
+        return list(outputs), list(figures)
+    names = [n.strip() for n in only.split(",") if n.strip()]
+    unknown = [n for n in names if n not in outputs]
+    if unknown or not names:
+        raise ExperimentError(
+            f"--only {only!r}: no command {', '.join(map(repr, unknown)) or 'named'} in this "
+            f"experiment; choose from {', '.join(outputs) or 'none'}"
+        )
+    folders = [outputs[n] for n in names]
+
+    def chosen(run: str) -> bool:
+        return any(_under(run, folder) for folder in folders)
+
+    kept = [
+        f
+        for f in figures
+        if (chosen(f.compare["a"]) and chosen(f.compare["b"]) if f.compare else chosen(f.run))
+    ]
+    return names, kept
+
+
+def run_commands(
+    data: dict[str, Any], runs: Path, cache: str | None, names: Sequence[str] | None = None
+) -> None:
+    """Run the experiment's commands (``names``, else all) in order, ``{runs}`` replaced.
+
+    Stops at the first failure.
+    """
+    for name, argv in data.get("commands", {}).items():
+        if names is not None and name not in names:
+            continue
         args = [str(a).replace("{runs}", str(runs)) for a in argv]
         if args and args[0] == "python":
             args[0] = sys.executable
@@ -219,7 +286,9 @@ def build_parser() -> argparse.ArgumentParser:
         epilog="examples:\n"
         "  python -m benchmarks.reproduce experiments/recall-demo\n"
         "  python -m benchmarks.reproduce experiments/recall-demo --rerun --runs /tmp/repro "
-        "--cache off",
+        "--cache off\n"
+        "  python -m benchmarks.reproduce experiments/gold-demos --rerun --only references "
+        "--runs /tmp/repro",
     )
     parser.add_argument("experiment", help="experiment folder holding experiment.json")
     parser.add_argument(
@@ -234,6 +303,19 @@ def build_parser() -> argparse.ArgumentParser:
         help="with --rerun: pass --cache to every command (default: the commands' own)",
     )
     parser.add_argument(
+        "--only",
+        metavar="NAME,...",
+        help="only these commands (with --rerun) and the figures from their runs, e.g. "
+        "--only references,control; the table counts the figures left out",
+    )
+    parser.add_argument(
+        "--tolerance",
+        choices=["rescore", "rerun"],
+        help="rescore: the records must give the stored figures to 4 decimals (default without "
+        "--rerun); rerun: each figure's own re-run tolerance (default with --rerun; use it to "
+        "check folders an earlier --rerun wrote)",
+    )
+    parser.add_argument(
         "--write",
         action="store_true",
         help="store the computed figures as the expected ones (experiment authors only)",
@@ -244,17 +326,33 @@ def build_parser() -> argparse.ArgumentParser:
 def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     runs = Path(args.runs)
+    if args.write and args.only:
+        print("error: --write stores every figure; drop --only", file=sys.stderr)
+        return 2
     try:
-        data, figures = load_experiment(args.experiment)
+        data, every = load_experiment(args.experiment)
+        names, figures = select(data, every, args.only)
+        if not figures:
+            raise ExperimentError(
+                f"--only {args.only}: no figure comes from these commands' runs alone"
+            )
         if args.rerun:
-            run_commands(data, runs, args.cache)
+            run_commands(data, runs, args.cache, names)
         values = score(figures, runs, bootstrap=int(data.get("bootstrap", 10_000)))
     except ExperimentError as err:
         print(f"error: {err}", file=sys.stderr)
         return 2
-    tolerance_of = (lambda f: f.tolerance) if args.rerun else (lambda f: RESCORE_TOLERANCE)
+    rerun_tolerance = (args.tolerance or ("rerun" if args.rerun else "rescore")) == "rerun"
+    tolerance_of = (lambda f: f.tolerance) if rerun_tolerance else (lambda f: RESCORE_TOLERANCE)
     mode = "re-run" if args.rerun else "re-scored"
+    if args.tolerance == "rerun" and not args.rerun:
+        mode = "re-scored with the re-run tolerances"
     print(f"{data.get('title', args.experiment)} ({mode} from {runs})")
+    if len(figures) < len(every):
+        print(
+            f"part of the experiment: {len(figures)} of {len(every)} figures, from the runs of "
+            f"{', '.join(names)}; {len(every) - len(figures)} not checked"
+        )
     print("| figure | source | expected | got | tolerance | |")
     print("|---|---|---|---|---|---|")
     bad = 0
@@ -277,10 +375,13 @@ def main(argv: Sequence[str] | None = None) -> int:
         atomic_write_text(path, json.dumps(data, indent=2, ensure_ascii=False) + "\n")
         print(f"wrote the expected figures to {path}")
         return 0
+    left_out = f" ({len(every) - len(figures)} of {len(every)} not checked)" * (
+        len(figures) < len(every)
+    )
     if bad:
-        print(f"{bad} of {len(figures)} figure(s) outside tolerance", file=sys.stderr)
+        print(f"{bad} of {len(figures)} figure(s) outside tolerance{left_out}", file=sys.stderr)
         return 1
-    print(f"all {len(figures)} figures within tolerance")
+    print(f"all {len(figures)} figures within tolerance{left_out}")
     return 0
 
 

@@ -100,3 +100,53 @@ def test_rerun_runs_the_commands_with_the_runs_folder_and_cache_setting(tmp_path
     assert main([str(folder), "--runs", str(fresh), "--rerun", "--cache", "off"]) == 0
     argv = json.loads((fresh / "made" / "argv.json").read_text())
     assert argv[-2:] == ["--cache", "off"] and argv[argv.index("--out") + 1] == f"{fresh}/made"
+
+
+def test_only_reruns_the_named_commands_and_checks_just_their_figures(tmp_path, capsys):
+    script = tmp_path / "make_run.py"
+    script.write_text(
+        "import sys, pathlib\n"
+        "out = pathlib.Path(sys.argv[sys.argv.index('--out') + 1])\n"
+        "sys.path.insert(0, sys.argv[1])\n"
+        "from tests.results.test_compare import record, write_run\n"
+        "write_run(out, [record('c', 0, True, seconds=1.0)])\n",
+        encoding="utf-8",
+    )
+    repo = str(__import__("pathlib").Path(__file__).resolve().parents[2])
+    figures = [
+        {"name": "cheap n", "run": "x/cheap", "condition": "c", "metric": "n", "expected": 1},
+        {"name": "slow n", "run": "x/slow/test_run", "condition": "c", "metric": "n"},
+        {
+            "name": "pair",
+            "compare": {"a": "x/cheap", "b": "x/slow/test_run", "condition": "c"}
+            | {"condition_b": "c"},
+            "metric": "n",
+        },
+    ]
+    commands = {
+        "cheap": ["python", str(script), repo, "--out", "{runs}/x/cheap"],
+        "slow": ["python", "-c", "raise SystemExit(9)", "--out", "{runs}/x/slow"],
+    }
+    folder = experiment(tmp_path, figures, commands=commands)
+    fresh = tmp_path / "fresh"
+    argv = [str(folder), "--runs", str(fresh)]
+    assert main([*argv, "--rerun", "--only", "cheap"]) == 0  # the failing command never ran
+    out = capsys.readouterr().out
+    assert "1 of 3 figures, from the runs of cheap; 2 not checked" in out
+    assert "all 1 figures within tolerance (2 of 3 not checked)" in out
+    assert "== cheap" in out and "== slow" not in out
+    # The same folder checked later, without re-running, with the re-run tolerances.
+    (folder / "experiment.json").write_text(
+        json.dumps(
+            {"commands": commands, "tolerance": 0.5, "figures": [figures[0] | {"expected": 1.4}]}
+        ),
+        encoding="utf-8",
+    )
+    assert main([*argv, "--only", "cheap"]) == 1  # 1 vs 1.4 is outside the re-scoring tolerance
+    assert main([*argv, "--only", "cheap", "--tolerance", "rerun"]) == 0
+    assert "re-scored with the re-run tolerances" in capsys.readouterr().out
+    assert main([*argv, "--only", "fast"]) == 2
+    assert "no command 'fast' in this experiment; choose from cheap, slow" in (
+        capsys.readouterr().err
+    )
+    assert main([*argv, "--only", "cheap", "--write"]) == 2
