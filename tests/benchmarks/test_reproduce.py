@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import pytest
 
@@ -81,7 +82,8 @@ def test_missing_runs_and_bad_experiments_exit_2_with_the_reason(tmp_path, runs,
     assert "has no condition 'x' (it has: c)" in capsys.readouterr().err
 
 
-def test_rerun_runs_the_commands_with_the_runs_folder_and_cache_setting(tmp_path, runs):
+def run_maker(tmp_path):
+    """A command line writing a one-record run to its ``--out`` (and its argv beside it)."""
     script = tmp_path / "make_run.py"
     script.write_text(
         "import json, sys, pathlib\n"
@@ -92,9 +94,12 @@ def test_rerun_runs_the_commands_with_the_runs_folder_and_cache_setting(tmp_path
         "(out / 'argv.json').write_text(json.dumps(sys.argv))\n",
         encoding="utf-8",
     )
-    repo = str(__import__("pathlib").Path(__file__).resolve().parents[2])
+    return ["python", str(script), str(Path(__file__).resolve().parents[2])]
+
+
+def test_rerun_runs_the_commands_with_the_runs_folder_and_cache_setting(tmp_path, runs):
     figures = [{"name": "n", "run": "made", "condition": "c", "metric": "n", "expected": 1}]
-    commands = {"make": ["python", str(script), repo, "--out", "{runs}/made"]}
+    commands = {"make": [*run_maker(tmp_path), "--out", "{runs}/made"]}
     folder = experiment(tmp_path, figures, commands=commands)
     fresh = tmp_path / "fresh"
     assert main([str(folder), "--runs", str(fresh), "--rerun", "--cache", "off"]) == 0
@@ -103,16 +108,6 @@ def test_rerun_runs_the_commands_with_the_runs_folder_and_cache_setting(tmp_path
 
 
 def test_only_reruns_the_named_commands_and_checks_just_their_figures(tmp_path, capsys):
-    script = tmp_path / "make_run.py"
-    script.write_text(
-        "import sys, pathlib\n"
-        "out = pathlib.Path(sys.argv[sys.argv.index('--out') + 1])\n"
-        "sys.path.insert(0, sys.argv[1])\n"
-        "from tests.results.test_compare import record, write_run\n"
-        "write_run(out, [record('c', 0, True, seconds=1.0)])\n",
-        encoding="utf-8",
-    )
-    repo = str(__import__("pathlib").Path(__file__).resolve().parents[2])
     figures = [
         {"name": "cheap n", "run": "x/cheap", "condition": "c", "metric": "n", "expected": 1},
         {"name": "slow n", "run": "x/slow/test_run", "condition": "c", "metric": "n"},
@@ -124,7 +119,7 @@ def test_only_reruns_the_named_commands_and_checks_just_their_figures(tmp_path, 
         },
     ]
     commands = {
-        "cheap": ["python", str(script), repo, "--out", "{runs}/x/cheap"],
+        "cheap": [*run_maker(tmp_path), "--out", "{runs}/x/cheap"],
         "slow": ["python", "-c", "raise SystemExit(9)", "--out", "{runs}/x/slow"],
     }
     folder = experiment(tmp_path, figures, commands=commands)
