@@ -88,6 +88,9 @@ class CompileConfig(ModelDataSettings):
         pick: ``best`` or ``cheapest-within:TOL`` (on the objective's value).
         objective: What trials maximise and the DSPy optimizer optimises: ``accuracy``,
             ``recall`` or ``accuracy+recall`` (see :data:`optimize.study.OBJECTIVES`).
+        lm_queries: ``if-shown`` (with a recall or lift objective, the pick keeps its LM-written
+            queries only when dev shows a paired gain over its no-LM parts alone) or
+            ``always``.
         optimizer: One of :data:`optimize.optimizers.OPTIMIZERS`.
         teacher_model: An LM spec (as ``--model``) that bootstraps demos (bootstrap-rs,
             gold-bootstrap, MIPROv2: DSPy's ``teacher_settings``) and writes the optimizers' prompts
@@ -267,6 +270,17 @@ class CompileConfig(ModelDataSettings):
         choices=tuple(OBJECTIVES),
         help="; ".join(f"{k}: {v}" for k, v in OBJECTIVES.items()) + " (default %(default)s)",
         resume=("compile",),
+    )
+    lm_queries: str = setting(
+        "if-shown",
+        group=_SEARCH,
+        entries=_COMPILE,
+        choices=("if-shown", "always"),
+        help="with --objective recall or lift, whether program.json keeps the pick's LM-written "
+        "queries: if-shown keeps them only when dev shows they add recall beyond the pick's "
+        "no-LM parts alone (paired 95%% interval above 0); otherwise program.json is those parts "
+        "alone (the same article budget, no LM call) and the LM program is program-lm.json; "
+        "always keeps them (default %(default)s)",
     )
     optimizer: str = setting(
         "none",

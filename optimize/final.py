@@ -14,7 +14,7 @@ import logging
 import shlex
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import datetime
 from pathlib import Path
 from typing import Any
@@ -28,14 +28,22 @@ from frames_dspy.base.redaction import redact_text
 from frames_dspy.base.settings import command_args
 from frames_dspy.data.questions import Splits
 from frames_dspy.lm.accounting import CallBudget
-from frames_dspy.programs import build_program, lm_queries_per_round, save_program
+from frames_dspy.programs import build_program, lm_queries_per_round, no_lm_recalls, save_program
 from frames_dspy.results.records import QuestionRecord
 from frames_dspy.results.run_folder import RunFolder
 from frames_dspy.results.stats import paired_bootstrap_ci
 from frames_dspy.run.evaluation import EvalConfig, run_evaluation
 from frames_dspy.run.session import Session
 from optimize.config import CompileConfig, NoCompleteTrials
-from optimize.lm_share import dev_lm_share, held_out_verdict, lm_verdict, test_lm_share
+from optimize.lm_share import (
+    dev_lm_share,
+    dev_share_check,
+    held_out_verdict,
+    lm_queries_line,
+    lm_shown,
+    lm_verdict,
+    test_lm_share,
+)
 from optimize.optimizers import OptimizerSettings, compile_program
 from optimize.pareto import (
     PickRule,
@@ -296,7 +304,10 @@ def final_stage(run: CompileRun, study: optuna.Study, *, stopped: str | None) ->
     phases = {"study": run.budget.calls}
     trials, front, chosen = _pick_from_front(run, study, stopped)
     program, compiled_info, stopped = _compile_chosen(run, chosen, phases, stopped)
-    chosen_info, program_path = _save_chosen(run, program, chosen, front, compiled_info)
+    program, lm_program, weighed = _weigh_lm_queries(run, program, chosen, compiled_info)
+    chosen_info, program_path = _save_chosen(
+        run, program, chosen, front, compiled_info, lm_program=lm_program, weighed=weighed
+    )
     command = reproduce_command(run.config, Path(run.config.out))
     test, stopped = _score_on_test(run, program_path, command, phases, stopped)
     return FinalStage(
@@ -424,8 +435,42 @@ def _compile_and_check(run: CompileRun, program, chosen, compiled_info: dict, st
     return program, stopped
 
 
-def _save_chosen(run: CompileRun, program, chosen, front, compiled_info: dict):
-    """``program.json``, carrying how it was chosen and compiled; returns that and its path."""
+def _weigh_lm_queries(run: CompileRun, program, chosen, compiled_info: dict):
+    """``--lm-queries``: with a recall or lift objective, the pick's LM share on dev (its
+    recall minus its no-LM parts alone, paired by question; BM25 only, no LM call). Under
+    ``if-shown`` a share whose 95% interval is not above 0 hands over the no-LM parts alone
+    (the same spec with the LM never writing) and the LM program beside it.
+
+    Returns the program to save as ``program.json``, the LM program (or None) and what was
+    weighed (None when the rule does not apply).
+    """
+    config = run.config
+    if config.objective not in RETRIEVAL_OBJECTIVES or not lm_queries_per_round(program.spec):
+        return program, None, None
+    kept_now = str(compiled_info.get("compiled", "")).startswith("kept")
+    label = (
+        f"compiled-{run.opt.name}"
+        if kept_now
+        else f"trial-{chosen.user_attrs.get('duplicate_of', chosen.number)}"
+    )
+    records = list({r.id: r for r in run.sink.records() if r.condition == label}.values())
+    check = dev_share_check(records, no_lm_recalls(program, records))
+    kept = config.lm_queries == "always" or not check or lm_shown(check)
+    weighed = {"rule": config.lm_queries, "dev_records": label, **check, "kept": kept}
+    if config.lm_queries == "if-shown":
+        run.say(lm_queries_line(check, kept))
+    if kept:
+        return program, None, weighed
+    spec = replace(program.spec, lm_from_round=program.spec.rounds + 1)
+    alone = build_program(spec, retriever=run.session.retriever, store=run.session.store)
+    return alone, program, weighed
+
+
+def _save_chosen(
+    run: CompileRun, program, chosen, front, compiled_info: dict, *, lm_program, weighed
+):
+    """``program.json`` (and ``program-lm.json`` when ``--lm-queries`` left the LM out),
+    carrying how it was chosen and compiled; returns that and its path."""
     config = run.config
     chosen_info = {
         "trial": chosen.number,
@@ -440,23 +485,25 @@ def _save_chosen(run: CompileRun, program, chosen, front, compiled_info: dict):
         "pick": str(run.rule),
         "pareto_size": len(front),
         "compile": compiled_info,
-        **dev_lm_share(chosen, program.spec),
+        **dev_lm_share(chosen, (lm_program or program).spec),
+        "lm_queries": weighed,
     }
     run.say(lm_verdict(chosen_info))
+    extra = {
+        "optimize": {
+            **chosen_info,
+            "study_name": config.study_name,
+            "model": config.model,
+            "context_tokens": config.context_tokens,
+            "split": {"train": config.train, "dev": config.dev, "seed": config.seed},
+        }
+    }
+    if lm_program is not None:
+        save_program(lm_program, str(Path(config.out) / "program-lm.json"), extra=extra)
+        chosen_info["program"] = "the no-LM parts alone (program-lm.json: with the LM)"
+        extra["optimize"]["program"] = chosen_info["program"]
     program_path = Path(config.out) / "program.json"
-    save_program(
-        program,
-        str(program_path),
-        extra={
-            "optimize": {
-                **chosen_info,
-                "study_name": config.study_name,
-                "model": config.model,
-                "context_tokens": config.context_tokens,
-                "split": {"train": config.train, "dev": config.dev, "seed": config.seed},
-            }
-        },
-    )
+    save_program(program, str(program_path), extra=extra)
     return chosen_info, program_path
 
 

@@ -6,7 +6,7 @@ program with the query writer off, no LM call) and the no-LM references ``bm25-N
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -16,7 +16,15 @@ from frames_dspy.programs import NoLMReferences, lm_queries_per_round
 from frames_dspy.results.records import QuestionRecord, read_records
 from frames_dspy.results.stats import paired_bootstrap_ci
 
-__all__ = ["dev_lm_share", "lm_verdict", "test_lm_share", "held_out_verdict"]
+__all__ = [
+    "dev_lm_share",
+    "dev_share_check",
+    "held_out_verdict",
+    "lm_queries_line",
+    "lm_shown",
+    "lm_verdict",
+    "test_lm_share",
+]
 
 
 def dev_lm_share(chosen: FrozenTrial, spec) -> dict[str, Any]:
@@ -70,11 +78,17 @@ def _paired_lm_share(program: Sequence[QuestionRecord], alone: Sequence[Question
     """The LM's share held out: final recall of the program minus its no-LM parts alone on
     the same questions (those with a gold article), with a paired bootstrap 95% interval."""
     by_id = {r.id: r for r in alone}
-    pairs = [
+    return _paired_share(
         (by_id[r.id].final_recall or 0.0, r.final_recall or 0.0)
         for r in program
         if r.id in by_id and (r.final_recall is not None or by_id[r.id].final_recall is not None)
-    ]
+    )
+
+
+def _paired_share(pairs: Iterable[tuple[float, float]]) -> dict[str, Any]:
+    """``lm_share`` (mean of program minus no-LM parts), its paired 95% interval and ``n``
+    from (no-LM parts, program) recall pairs; {} when there is none."""
+    pairs = list(pairs)
     if not pairs:
         return {}
     xs, ys = [x for x, _ in pairs], [y for _, y in pairs]
@@ -83,6 +97,37 @@ def _paired_lm_share(program: Sequence[QuestionRecord], alone: Sequence[Question
         "lm_share_ci95": paired_bootstrap_ci(xs, ys),
         "lm_share_n": len(pairs),
     }
+
+
+def dev_share_check(records: Sequence[QuestionRecord], alone: dict[str, float]) -> dict[str, Any]:
+    """The pick's LM share on dev, paired by question: its records' final recall against
+    ``alone`` (its no-LM parts' recall by question id, see
+    :func:`frames_dspy.programs.no_lm_recalls`); {} when they share no question."""
+    return _paired_share((alone[r.id], r.final_recall or 0.0) for r in records if r.id in alone)
+
+
+def lm_shown(check: dict[str, Any]) -> bool:
+    """Whether a share check shows the LM adding recall (paired 95% interval above 0)."""
+    ci = check.get("lm_share_ci95")
+    return bool(ci) and ci[0] > 0
+
+
+def lm_queries_line(check: dict[str, Any], kept: bool) -> str:
+    """One plain line on the ``--lm-queries if-shown`` decision."""
+    if not check:
+        return "the LM's share on dev could not be paired: program.json keeps the LM's queries"
+    ci = check["lm_share_ci95"]
+    share = (
+        f"the LM's share on dev {check['lm_share']:+.3f} [{ci[0]:+.3f}, {ci[1]:+.3f}] "
+        f"(paired 95% interval, {check['lm_share_n']} questions)"
+    )
+    if kept:
+        return f"{share} is above 0: program.json keeps the LM's queries"
+    return (
+        f"{share} is not shown above 0: program.json is the pick's no-LM parts alone (the same "
+        "article budget, no LM call); the LM program is program-lm.json (--lm-queries always "
+        "keeps it)"
+    )
 
 
 def held_out_verdict(test: dict[str, Any]) -> str:

@@ -258,6 +258,8 @@ def settings_markdown(config_type: type, entry: str) -> str:
             shown = "—"
         else:
             shown = f"`{_text(option.kind, default)}`"
-        text = option.help.replace("%(default)s", str(default)).replace("|", "\\|")
+        text = (
+            option.help.replace("%(default)s", str(default)).replace("%%", "%").replace("|", "\\|")
+        )
         lines.append(f"| `{option.flag}` | {shown} | {text} |")
     return "\n".join(lines) + "\n"

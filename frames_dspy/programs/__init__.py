@@ -38,6 +38,7 @@ from frames_dspy.programs.sources import (
     NoLMReferences,
     lm_queries_per_round,
     no_lm_recall,
+    no_lm_recalls,
     without_lm,
 )
 from frames_dspy.programs.spec import ProgramSpec
@@ -65,6 +66,7 @@ __all__ = [
     "load_program",
     "lm_queries_per_round",
     "no_lm_recall",
+    "no_lm_recalls",
     "pack_articles",
     "read_program_file",
     "save_program",

@@ -27,6 +27,7 @@ __all__ = [
     "NoLMReferences",
     "lm_queries_per_round",
     "no_lm_recall",
+    "no_lm_recalls",
     "without_lm",
 ]
 
@@ -58,23 +59,28 @@ def _recall(gold_ids: Iterable[str], found: Iterable[str]) -> float:
     return len(gold & set(found)) / len(gold)
 
 
-def no_lm_recall(program: Any, records: Iterable[Any]) -> float | None:
-    """Mean final recall of ``program``'s no-LM parts alone (:func:`without_lm`, no answer
-    step) on the records' questions with a gold article; None when none has one.
+def no_lm_recalls(program: Any, records: Iterable[Any]) -> dict[str, float]:
+    """Final recall of ``program``'s no-LM parts alone (:func:`without_lm`, no answer step)
+    on each record's question that has a gold article, by question id.
 
     No LM is configured while it runs, so a stray LM call would fail rather than cost.
     """
     alone = without_lm(program)
     alone.answer_step = False
-    values = []
+    values = {}
     with dspy.context(lm=None):
         for record in records:
             if record.recall is None or not record.gold_ids:
                 continue
             pred = alone(question=record.question)
-            values.append(
-                _recall(record.gold_ids, pred.context_ids[-1] if pred.context_ids else ())
-            )
+            found = pred.context_ids[-1] if pred.context_ids else ()
+            values[record.id] = _recall(record.gold_ids, found)
+    return values
+
+
+def no_lm_recall(program: Any, records: Iterable[Any]) -> float | None:
+    """Mean of :func:`no_lm_recalls`; None when no question has a gold article."""
+    values = list(no_lm_recalls(program, records).values())
     return round(sum(values) / len(values), 6) if values else None
 
 

@@ -5,7 +5,14 @@ from __future__ import annotations
 import pytest
 
 from frames_dspy.results.records import QuestionRecord
-from optimize.lm_share import _paired_lm_share, held_out_verdict, lm_verdict
+from optimize.lm_share import (
+    _paired_lm_share,
+    dev_share_check,
+    held_out_verdict,
+    lm_queries_line,
+    lm_shown,
+    lm_verdict,
+)
 
 
 def rec(condition, qid, recall):
@@ -51,3 +58,18 @@ def test_a_program_without_lm_queries_gets_one_line_and_says_the_lm_added_nothin
     assert held_out_verdict({"recall_by_round": [0.9], "references": {}}).count("\n") == 0
     assert lm_verdict({"lm_queries_per_round": 0}).startswith("the LM added nothing")
     assert "writes 1 query a round" in lm_verdict({"lm_queries_per_round": 1})
+
+
+def test_the_dev_share_is_paired_by_question_and_shown_only_above_zero():
+    program = [rec("trial-0", "a", [1.0]), rec("trial-0", "b", [0.5]), rec("trial-0", "c", None)]
+    check = dev_share_check(program, {"a": 0.5, "b": 0.0, "x": 1.0})
+    assert check["lm_share_n"] == 2  # c has no no-LM figure, x no program record
+    assert check["lm_share"] == pytest.approx(0.5)
+    assert lm_shown(check)  # both questions gained: every resample is above 0
+    assert "is above 0: program.json keeps the LM's queries" in lm_queries_line(check, True)
+    level = dev_share_check(program, {"a": 1.0, "b": 0.0})
+    assert not lm_shown(level) and not lm_shown({})
+    line = lm_queries_line(level, False)
+    assert line.startswith("the LM's share on dev +0.250 [")
+    assert "not shown above 0: program.json is the pick's no-LM parts alone" in line
+    assert "could not be paired" in lm_queries_line({}, True)
