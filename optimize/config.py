@@ -279,7 +279,8 @@ class CompileConfig(ModelDataSettings):
         help="with --objective recall or lift, whether program.json keeps the pick's LM-written "
         "queries: if-shown keeps them only when dev shows they add recall beyond the pick's "
         "no-LM parts alone (paired 95%% interval above 0); otherwise program.json is those parts "
-        "alone (the same article budget, no LM call) and the LM program is program-lm.json; "
+        "alone (no LM call; with --question-docs the question fills the LM's article slots) "
+        "and the LM program is program-lm.json; "
         "always keeps them (default %(default)s)",
     )
     optimizer: str = setting(

@@ -124,9 +124,8 @@ def lm_queries_line(check: dict[str, Any], kept: bool) -> str:
     if kept:
         return f"{share} is above 0: program.json keeps the LM's queries"
     return (
-        f"{share} is not shown above 0: program.json is the pick's no-LM parts alone (the same "
-        "article budget, no LM call); the LM program is program-lm.json (--lm-queries always "
-        "keeps it)"
+        f"{share} is not shown above 0: program.json is the pick's no-LM parts alone (no LM "
+        "call); the LM program is program-lm.json (--lm-queries always keeps it)"
     )
 
 
