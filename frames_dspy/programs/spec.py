@@ -170,11 +170,13 @@ class ProgramSpec:
 
     def describe(self) -> str:
         """A short label, e.g. ``multihop planning r3 k2 n4`` (``q8``: question_docs, ``p6``:
-        phrase_docs)."""
+        phrase_docs, ``lm2``: the LM writes from round 2, ``no-lm``: it never writes)."""
         if self.kind == "multihop":
             label = f"multihop {self.query_prompt} r{self.rounds} k{self.k} n{self.n_docs}"
             label += f" q{self.question_docs}" if self.question_docs else ""
             label += f" p{self.phrase_docs}" if self.phrase_docs else ""
+            if self.lm_from_round and self.lm_from_round > self.rounds:
+                return label + " no-lm"
             return label + (f" lm{self.lm_from_round}" if self.lm_from_round else "")
         if self.kind == "bm25":
             return f"bm25 n{self.n_docs}"

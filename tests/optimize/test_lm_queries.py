@@ -40,6 +40,7 @@ def test_an_lm_share_not_shown_on_dev_hands_over_the_no_lm_parts(tiny, tmp_path,
     examples, store, _, retriever = tiny
     shipped, spec, info = load_program(tmp_path / "program.json", retriever=retriever, store=store)
     assert lm_queries_per_round(spec) == 0 and spec.lm_from_round == spec.rounds + 1
+    assert spec.describe().endswith(" no-lm")
     assert info["optimize"]["program"].startswith("the no-LM parts alone")
     _, lm_spec, _ = load_program(tmp_path / "program-lm.json", retriever=retriever, store=store)
     assert lm_queries_per_round(lm_spec) == 1
