@@ -457,8 +457,6 @@ def _weigh_lm_queries(run: CompileRun, program, chosen, compiled_info: dict):
     check = dev_share_check(records, no_lm_recalls(program, records))
     kept = config.lm_queries == "always" or not check or lm_shown(check)
     weighed = {"rule": config.lm_queries, "dev_records": label, **check, "kept": kept}
-    if config.lm_queries == "if-shown":
-        run.say(lm_queries_line(check, kept))
     if kept:
         return program, None, weighed
     spec = replace(program.spec, lm_from_round=program.spec.rounds + 1)
@@ -489,6 +487,8 @@ def _save_chosen(
         "lm_queries": weighed,
     }
     run.say(lm_verdict(chosen_info))
+    if weighed and weighed["rule"] == "if-shown":
+        run.say(lm_queries_line(weighed))
     extra = {
         "optimize": {
             **chosen_info,

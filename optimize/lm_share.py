@@ -112,16 +112,17 @@ def lm_shown(check: dict[str, Any]) -> bool:
     return bool(ci) and ci[0] > 0
 
 
-def lm_queries_line(check: dict[str, Any], kept: bool) -> str:
-    """One plain line on the ``--lm-queries if-shown`` decision."""
-    if not check:
+def lm_queries_line(weighed: dict[str, Any]) -> str:
+    """One plain line on the ``--lm-queries if-shown`` decision: ``weighed`` holds ``kept``
+    and, when the dev records could be paired, a :func:`dev_share_check`."""
+    if "lm_share" not in weighed:
         return "the LM's share on dev could not be paired: program.json keeps the LM's queries"
-    ci = check["lm_share_ci95"]
+    ci = weighed["lm_share_ci95"]
     share = (
-        f"the LM's share on dev {check['lm_share']:+.3f} [{ci[0]:+.3f}, {ci[1]:+.3f}] "
-        f"(paired 95% interval, {check['lm_share_n']} questions)"
+        f"the LM's share on dev {weighed['lm_share']:+.3f} [{ci[0]:+.3f}, {ci[1]:+.3f}] "
+        f"(paired 95% interval, {weighed['lm_share_n']} questions)"
     )
-    if kept:
+    if weighed["kept"]:
         return f"{share} is above 0: program.json keeps the LM's queries"
     return (
         f"{share} is not shown above 0: program.json is the pick's no-LM parts alone (no LM "

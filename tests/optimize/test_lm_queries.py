@@ -36,7 +36,9 @@ def test_an_lm_share_not_shown_on_dev_hands_over_the_no_lm_parts(tiny, tmp_path,
     weighed = result.chosen["lm_queries"]
     assert weighed["rule"] == "if-shown" and weighed["kept"] is False
     assert weighed["lm_share_n"] == 3 and weighed["lm_share_ci95"][0] <= 0
-    assert any("is not shown above 0: program.json is the pick's no-LM parts" in x for x in lines)
+    said = [i for i, x in enumerate(lines) if "is not shown above 0: program.json is the pick" in x]
+    verdict = [i for i, x in enumerate(lines) if x.startswith("the pick's LM writes 1 query")]
+    assert len(said) == 1 and verdict and verdict[0] < said[0]  # what the pick is, then the rule
     examples, store, _, retriever = tiny
     shipped, spec, info = load_program(tmp_path / "program.json", retriever=retriever, store=store)
     assert lm_queries_per_round(spec) == 0 and spec.lm_from_round == spec.rounds + 1

@@ -66,10 +66,11 @@ def test_the_dev_share_is_paired_by_question_and_shown_only_above_zero():
     assert check["lm_share_n"] == 2  # c has no no-LM figure, x no program record
     assert check["lm_share"] == pytest.approx(0.5)
     assert lm_shown(check)  # both questions gained: every resample is above 0
-    assert "is above 0: program.json keeps the LM's queries" in lm_queries_line(check, True)
+    kept = lm_queries_line({**check, "kept": True})
+    assert kept.endswith("is above 0: program.json keeps the LM's queries")
     level = dev_share_check(program, {"a": 1.0, "b": 0.0})
     assert not lm_shown(level) and not lm_shown({})
-    line = lm_queries_line(level, False)
+    line = lm_queries_line({**level, "kept": False})
     assert line.startswith("the LM's share on dev +0.250 [")
     assert "not shown above 0: program.json is the pick's no-LM parts alone" in line
-    assert "could not be paired" in lm_queries_line({}, True)
+    assert "could not be paired" in lm_queries_line({"kept": True})
