@@ -144,4 +144,11 @@ def test_only_reruns_the_named_commands_and_checks_just_their_figures(tmp_path, 
     assert "no command 'fast' in this experiment; choose from cheap, slow" in (
         capsys.readouterr().err
     )
-    assert main([*argv, "--only", "cheap", "--write"]) == 2
+    # --write with --only stores just the chosen figures and says which part it wrote.
+    two = {"commands": commands, "figures": [figures[0] | {"expected": 7}, figures[1]]}
+    (folder / "experiment.json").write_text(json.dumps(two), encoding="utf-8")
+    assert main([*argv, "--only", "cheap", "--write"]) == 0
+    stored = json.loads((folder / "experiment.json").read_text())
+    assert stored["figures"][0]["expected"] == 1 and "expected" not in stored["figures"][1]
+    assert stored["expected_written_parts"][0]["figures"] == 1
+    assert "expected_written" not in stored
