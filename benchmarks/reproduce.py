@@ -370,7 +370,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args.tolerance == "rerun" and not args.rerun:
         mode = "re-scored with the re-run tolerances"
     print(f"{data.get('title', args.experiment)} ({mode} from {runs})")
-    if len(figures) < len(every):
+    partial = len(figures) < len(every)
+    if partial:
         print(
             f"part of the experiment: {len(figures)} of {len(every)} figures, from the runs of "
             f"{', '.join(names)}; {len(every) - len(figures)} not checked"
@@ -387,9 +388,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         )
     if args.write:
         return _write_expected(args, data, every, figures, values)
-    left_out = f" ({len(every) - len(figures)} of {len(every)} not checked)" * (
-        len(figures) < len(every)
-    )
+    left_out = f" ({len(every) - len(figures)} of {len(every)} not checked)" if partial else ""
     if bad:
         print(f"{bad} of {len(figures)} figure(s) outside tolerance{left_out}", file=sys.stderr)
         return 1

@@ -382,6 +382,11 @@ def _compile_chosen(run: CompileRun, chosen, phases: dict, stopped: str | None):
     return program, compiled_info, stopped
 
 
+def _trial_label(chosen: FrozenTrial) -> str:
+    """The condition the chosen trial's dev records carry (a reused trial's are its twin's)."""
+    return f"trial-{chosen.user_attrs.get('duplicate_of', chosen.number)}"
+
+
 def _compile_and_check(run: CompileRun, program, chosen, compiled_info: dict, stopped):
     """Compile on train, re-score on dev, keep the compiled program unless it is lower."""
     config, opt, splits, say = run.config, run.opt, run.splits, run.say
@@ -414,8 +419,7 @@ def _compile_and_check(run: CompileRun, program, chosen, compiled_info: dict, st
     # The trial's dev score won the search, so it flatters the uncompiled program a
     # little; the compiled program is kept unless a paired test on the same dev
     # questions says it is lower (a raw comparison on a few questions is noise).
-    trial_label = f"trial-{chosen.user_attrs.get('duplicate_of', chosen.number)}"
-    trial_records = [r for r in run.sink.records() if r.condition == trial_label]
+    trial_records = [r for r in run.sink.records() if r.condition == _trial_label(chosen)]
     paired = paired_dev_check(trial_records, score.records, metric)
     compiled_info["dev_paired"] = paired
     lower = paired["ci95"][1] < 0 if paired else after < chosen.values[0]
@@ -448,11 +452,7 @@ def _weigh_lm_queries(run: CompileRun, program, chosen, compiled_info: dict):
     if config.objective not in RETRIEVAL_OBJECTIVES or not lm_queries_per_round(program.spec):
         return program, None, None
     kept_now = str(compiled_info.get("compiled", "")).startswith("kept")
-    label = (
-        f"compiled-{run.opt.name}"
-        if kept_now
-        else f"trial-{chosen.user_attrs.get('duplicate_of', chosen.number)}"
-    )
+    label = f"compiled-{run.opt.name}" if kept_now else _trial_label(chosen)
     records = list({r.id: r for r in run.sink.records() if r.condition == label}.values())
     check = dev_share_check(records, no_lm_recalls(program, records))
     kept = config.lm_queries == "always" or not check or lm_shown(check)
