@@ -402,7 +402,8 @@ def _compile_and_check(run: CompileRun, program, chosen, compiled_info: dict, st
                 **compiled.teacher_report
             )
         )
-    score = run.score(compiled, splits.dev, label=f"compiled-{opt.name}")
+    score_label = f"compiled-{opt.name}"
+    score = run.score(compiled, splits.dev, label=score_label)
     score.reference = chosen.user_attrs.get("lift_reference")
     after = score.value(metric) if score.complete else None
     compiled_info.update(
@@ -427,6 +428,7 @@ def _compile_and_check(run: CompileRun, program, chosen, compiled_info: dict, st
     if score.complete and not lower:
         program = compiled
         compiled_info["compiled"] = f"kept (dev {metric} not lower: {how})"
+        compiled_info["dev_records"] = score_label  # they now score the program handed over
     elif score.complete:
         compiled_info["compiled"] = f"discarded (lower dev {metric}: {how})"
     else:
@@ -451,8 +453,7 @@ def _weigh_lm_queries(run: CompileRun, program, chosen, compiled_info: dict):
     config = run.config
     if config.objective not in RETRIEVAL_OBJECTIVES or not lm_queries_per_round(program.spec):
         return program, None, None
-    kept_now = str(compiled_info.get("compiled", "")).startswith("kept")
-    label = f"compiled-{run.opt.name}" if kept_now else _trial_label(chosen)
+    label = compiled_info.get("dev_records") or _trial_label(chosen)
     records = list({r.id: r for r in run.sink.records() if r.condition == label}.values())
     check = dev_share_check(records, no_lm_recalls(program, records))
     kept = config.lm_queries == "always" or not check or lm_shown(check)

@@ -72,3 +72,13 @@ def test_the_rule_weighs_nothing_for_an_accuracy_study_or_a_program_without_lm(t
     assert result.chosen["lm_queries"] is None
     result, _ = run_tiny(tiny, tmp_path / "nolm", **{**LM_PICK, "k": (1, 1)})
     assert result.chosen["lm_queries"] is None and result.chosen["lm_queries_per_round"] == 0
+
+
+def test_a_kept_compile_is_weighed_on_its_own_dev_records(tiny, tmp_path, monkeypatch):
+    monkeypatch.setattr(final, "no_lm_recalls", no_lm_parts_find_everything)
+    # A paired dev check that finds the compiled program not lower: it is kept.
+    monkeypatch.setattr(final, "paired_dev_check", lambda *_: {"ci95": [0.0, 0.0]})
+    result, _ = run_tiny(tiny, tmp_path, optimizer="gold-demos", max_demos=1, **LM_PICK)
+    info = result.chosen["compile"]
+    assert info["compiled"].startswith("kept") and info["dev_records"] == "compiled-gold-demos"
+    assert result.chosen["lm_queries"]["dev_records"] == "compiled-gold-demos"
