@@ -363,7 +363,9 @@ class CompileConfig(ModelDataSettings):
         kind="flag",
         group=_RUN,
         entries=_COMPILE,
-        help="only run trials (no pick, compile or test); for extra workers joining a study",
+        help="only run trials (no pick, compile or test); for extra workers joining a study "
+        "(a worker seeds its sampler with --seed plus its pid: such a study is not re-run "
+        "trial for trial)",
     )
     max_lm_calls: int | None = setting(
         None,
