@@ -116,11 +116,17 @@ RETRIEVAL_OBJECTIVES = ("recall", "lift")
 def _row(t: FrozenTrial, chosen: FrozenTrial | None, metric: str) -> str:
     a = t.user_attrs
     mark = " ◀ chosen" if chosen is not None and t.number == chosen.number else ""
+    objective = f"{t.values[0]:.3f}"
     accuracy = "—" if metric in RETRIEVAL_OBJECTIVES else _attr(t, "accuracy")
+    shown = {
+        "accuracy": objective if metric == "accuracy" else accuracy,
+        "recall": objective if metric == "recall" else _attr(t, "recall"),
+    }
+    own = f" {objective} |" if metric not in shown else ""  # a column of its own
     return (
         f"| {t.number}{mark} | {t.params['prompt']} | {t.params['rounds']} | {t.params['k']} | "
-        f"{t.params['n_docs']} | {t.values[0]:.3f} | {accuracy} | "
-        f"{_attr(t, 'recall')} | {_attr(t, 'no_lm_recall')} | {_attr(t, 'ref_bm25')} | "
+        f"{t.params['n_docs']} |{own} {shown['accuracy']} | {shown['recall']} | "
+        f"{_attr(t, 'no_lm_recall')} | {_attr(t, 'ref_bm25')} | "
         f"{_attr(t, 'ref_phrases')} | {t.values[1]:.0f} | "
         f"{a.get('lm_calls_per_q', float('nan')):.2f} | {a.get('judge_errors', '—')} | "
         f"{a.get('n_questions', '—')} |"
@@ -135,7 +141,9 @@ def pareto_markdown(
     n_trials: int,
     metric: str = "accuracy",
 ) -> str:
-    """The Pareto front as a markdown table, cheapest first."""
+    """The Pareto front as a markdown table, cheapest first. The objective is the accuracy or
+    recall column, or (``lift``, ``accuracy+recall``) a column of its own."""
+    own = f" {metric} |" if metric not in ("accuracy", "recall") else ""
     lines = [
         f"# Pareto front ({len(front)} of {n_trials} complete trials)",
         "",
@@ -148,9 +156,9 @@ def pareto_markdown(
         "query); `bm25-N` and `phrases-N` are the no-LM references at each dev question's own",
         "article count N.",
         "",
-        f"| trial | prompt | rounds | k | n_docs | {metric} | accuracy | recall | no-LM parts | "
+        f"| trial | prompt | rounds | k | n_docs |{own} accuracy | recall | no-LM parts | "
         "bm25-N | phrases-N | tokens/q | LM calls/q | judge errors | questions |",
-        "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
+        "|---|---|---:|---:|---:|" + "---:|" * (9 + bool(own)),
     ]
     ordered = sorted(front, key=lambda t: (t.values[1], t.number))
     lines += [_row(t, chosen, metric) for t in ordered]

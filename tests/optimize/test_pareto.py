@@ -106,11 +106,30 @@ def test_the_markdown_table_marks_the_chosen_trial():
     rows = [line for line in text.splitlines() if line.startswith("| ") and line[2].isdigit()]
     assert [row.split()[1] for row in rows] == ["0", "2", "1"]  # cheapest first
     assert [("◀ chosen" in row) for row in rows] == [False, True, False]
-    # objective, accuracy, recall, the no-LM parts and references (attributes these
+    # accuracy (the objective), recall, the no-LM parts and references (attributes these
     # hand-made trials lack: "—"), tokens
     assert rows[1].startswith(
-        "| 2 ◀ chosen | planning | 3 | 2 | 3 | 0.590 | — | — | — | — | — | 1500 | 2.50 |"
+        "| 2 ◀ chosen | planning | 3 | 2 | 3 | 0.590 | — | — | — | — | 1500 | 2.50 |"
     )
+    assert "| n_docs | accuracy | recall |" in text  # no second accuracy column
+
+
+def test_the_objective_has_a_column_of_its_own_only_when_no_other_column_shows_it():
+    front = pareto_front(study_of((0.85, 1000.0)))
+    front[0].user_attrs.update(accuracy=0.5, recall=0.8)
+    for metric, header, cells in [
+        ("recall", "| n_docs | accuracy | recall |", "| 3 | — | 0.850 | — |"),
+        ("lift", "| n_docs | lift | accuracy | recall |", "| 3 | 0.850 | — | 0.800 | — |"),
+        (
+            "accuracy+recall",
+            "| n_docs | accuracy+recall | accuracy |",
+            "| 3 | 0.850 | 0.500 | 0.800 |",
+        ),
+    ]:
+        text = pareto_markdown(front, None, rule=parse_pick("best"), n_trials=1, metric=metric)
+        table = [line for line in text.splitlines() if line.startswith("|")]
+        assert header in table[0] and cells in table[2]
+        assert len({line.count("|") for line in table}) == 1  # header, rule and rows agree
 
 
 def test_trials_csv_leaves_out_the_saved_program_state():
@@ -131,4 +150,4 @@ def test_a_retrieval_only_objective_shows_no_accuracy_even_where_a_trial_recorde
     lift = pareto_markdown(front, front[0], rule=parse_pick("best"), n_trials=1, metric="lift")
     row = next(line for line in lift.splitlines() if line.startswith("| 0 "))
     assert row.split("|")[7].strip() == "—" and row.split("|")[8].strip() == "0.900"
-    assert "| 0.000 | 0.900 |" in accuracy_measured
+    assert "| 0.030 | 0.900 |" in accuracy_measured  # the objective is the accuracy column
