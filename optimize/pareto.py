@@ -111,21 +111,23 @@ def _attr(t: FrozenTrial, name: str) -> str:
 #: Objectives that depend on the retrieval half alone: trials run no answer step, so their
 #: accuracy is not measured (shown as "—").
 RETRIEVAL_OBJECTIVES = ("recall", "lift")
+#: Objectives the Pareto table already has a column for; any other gets a column of its own.
+_COLUMN_OBJECTIVES = ("accuracy", "recall")
 
 
 def _row(t: FrozenTrial, chosen: FrozenTrial | None, metric: str) -> str:
     a = t.user_attrs
     mark = " ◀ chosen" if chosen is not None and t.number == chosen.number else ""
     objective = f"{t.values[0]:.3f}"
-    accuracy = "—" if metric in RETRIEVAL_OBJECTIVES else _attr(t, "accuracy")
-    shown = {
-        "accuracy": objective if metric == "accuracy" else accuracy,
-        "recall": objective if metric == "recall" else _attr(t, "recall"),
-    }
-    own = f" {objective} |" if metric not in shown else ""  # a column of its own
+    own = "" if metric in _COLUMN_OBJECTIVES else f" {objective} |"
+    if metric == "accuracy":
+        accuracy = objective
+    else:
+        accuracy = "—" if metric in RETRIEVAL_OBJECTIVES else _attr(t, "accuracy")
+    recall = objective if metric == "recall" else _attr(t, "recall")
     return (
         f"| {t.number}{mark} | {t.params['prompt']} | {t.params['rounds']} | {t.params['k']} | "
-        f"{t.params['n_docs']} |{own} {shown['accuracy']} | {shown['recall']} | "
+        f"{t.params['n_docs']} |{own} {accuracy} | {recall} | "
         f"{_attr(t, 'no_lm_recall')} | {_attr(t, 'ref_bm25')} | "
         f"{_attr(t, 'ref_phrases')} | {t.values[1]:.0f} | "
         f"{a.get('lm_calls_per_q', float('nan')):.2f} | {a.get('judge_errors', '—')} | "
@@ -143,7 +145,7 @@ def pareto_markdown(
 ) -> str:
     """The Pareto front as a markdown table, cheapest first. The objective is the accuracy or
     recall column, or (``lift``, ``accuracy+recall``) a column of its own."""
-    own = f" {metric} |" if metric not in ("accuracy", "recall") else ""
+    own = "" if metric in _COLUMN_OBJECTIVES else f" {metric} |"
     lines = [
         f"# Pareto front ({len(front)} of {n_trials} complete trials)",
         "",
