@@ -2,7 +2,11 @@
 
 - :mod:`~frames_dspy.programs.spec`: :class:`ProgramSpec`, a program's shape as frozen data;
 - :mod:`~frames_dspy.programs.packing`: articles fitted into the answer prompt's budget;
-- :mod:`~frames_dspy.programs.modules`: one ``dspy.Module`` per kind, and ``build_program``;
+- :mod:`~frames_dspy.programs.modules`: one ``dspy.Module`` per single-shot kind, and
+  ``build_program``;
+- :mod:`~frames_dspy.programs.multihop`: ``MultiHop``, the paper's multi-step method;
+- :mod:`~frames_dspy.programs.queries`: written queries cleaned and counted (``QueryStats``),
+  the question's named phrases;
 - :mod:`~frames_dspy.programs.conditions`: the paper's six setups as named specs (and ``bm25-N``);
 - :mod:`~frames_dspy.programs.io`: ``program.json`` save and load;
 - :mod:`~frames_dspy.programs.sources`: what the LM adds (no-LM parts alone, bm25-N and
@@ -24,16 +28,15 @@ from frames_dspy.programs.io import (
 )
 from frames_dspy.programs.modules import (
     PROGRAM_CLASSES,
-    MultiHop,
     Naive,
     Oracle,
     PhraseQueries,
     RetrieveThenAnswer,
     build_program,
-    capitalised_phrases,
-    clean_queries,
 )
+from frames_dspy.programs.multihop import MultiHop
 from frames_dspy.programs.packing import CHARS_PER_TOKEN, PackedContext, pack_articles
+from frames_dspy.programs.queries import QueryStats, capitalised_phrases, clean_queries
 from frames_dspy.programs.sources import (
     NoLMReferences,
     lm_queries_per_round,
@@ -56,6 +59,7 @@ __all__ = [
     "PackedContext",
     "PhraseQueries",
     "ProgramSpec",
+    "QueryStats",
     "RetrieveThenAnswer",
     "build_program",
     "capitalised_phrases",

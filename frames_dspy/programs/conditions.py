@@ -11,6 +11,7 @@ from typing import Any
 
 # Importing the module classes registers the program kinds the specs below use.
 import frames_dspy.programs.modules  # noqa: F401
+import frames_dspy.programs.multihop  # noqa: F401
 from frames_dspy.programs.spec import ProgramSpec
 
 __all__ = [

@@ -2,17 +2,47 @@
 
 - :func:`clean_queries`: a query writer's raw output (a list, or a string of lines) made into
   the queries a round sends: list markers stripped, duplicates and (optionally) an earlier
-  round's queries dropped, with counts of each.
+  round's queries dropped, with counts of each (:class:`QueryStats`).
 - :func:`capitalised_phrases`: the question's runs of capitalised words, the no-LM reference
   query writer (:class:`~frames_dspy.programs.modules.PhraseQueries`).
 """
 
 from __future__ import annotations
 
+import dataclasses
 import re
 from collections.abc import Sequence
+from dataclasses import dataclass
 
-__all__ = ["capitalised_phrases", "clean_queries"]
+__all__ = ["QueryStats", "capitalised_phrases", "clean_queries"]
+
+
+@dataclass
+class QueryStats:
+    """What became of the queries a program's query writer wrote.
+
+    Attributes:
+        generated: Queries written (before cleaning).
+        repeated: Written queries that match an earlier round's.
+        dropped_repeats: Of those, the ones dropped (the planning and titles prompts' rule).
+        dropped_duplicates: Empty, or a repeat within the round (the question included).
+        errors: Query-writing calls whose reply could not be parsed (the round went on).
+    """
+
+    generated: int = 0
+    repeated: int = 0
+    dropped_repeats: int = 0
+    dropped_duplicates: int = 0
+    errors: int = 0
+
+    def __add__(self, other: QueryStats) -> QueryStats:
+        mine, theirs = dataclasses.astuple(self), dataclasses.astuple(other)
+        return QueryStats(*(a + b for a, b in zip(mine, theirs, strict=True)))
+
+    def as_dict(self) -> dict[str, int]:
+        """The counts by name, as a prediction and its record carry them."""
+        return dataclasses.asdict(self)
+
 
 _BULLET = re.compile(r"^\s*(?:[-*•]|\d+[.)]|query\s*\d*:)\s*", re.IGNORECASE)
 
@@ -29,7 +59,7 @@ def clean_queries(
     taken: Sequence[str] = (),
     past: Sequence[str] = (),
     drop_repeats: bool,
-) -> tuple[list[str], dict[str, int]]:
+) -> tuple[list[str], QueryStats]:
     """Tidy LM-written queries: strip list markers, drop empty and duplicate ones, keep ``limit``.
 
     Args:
@@ -41,8 +71,7 @@ def clean_queries(
             when False they are kept and only counted.
 
     Returns:
-        The kept queries and counts: ``generated``, ``repeated`` (matching an earlier round),
-        ``dropped_repeats`` and ``dropped_duplicates`` (empty or repeated within the round).
+        The kept queries and their counts (``errors`` is left at 0: parsing is the caller's).
     """
     if generated is None:
         items: list[object] = []
@@ -53,18 +82,17 @@ def clean_queries(
     seen = {q.casefold() for q in taken}
     earlier = {q.casefold() for q in past}
     kept: list[str] = []
-    stats = {"generated": 0, "repeated": 0, "dropped_repeats": 0, "dropped_duplicates": 0}
+    stats = QueryStats(generated=len(items))
     for item in items:
         query = _clean_one(item)
-        stats["generated"] += 1
         key = query.casefold()
         if not query or key in seen:
-            stats["dropped_duplicates"] += 1
+            stats.dropped_duplicates += 1
             continue
         if key in earlier:
-            stats["repeated"] += 1
+            stats.repeated += 1
             if drop_repeats:
-                stats["dropped_repeats"] += 1
+                stats.dropped_repeats += 1
                 continue
         if len(kept) < limit:
             kept.append(query)

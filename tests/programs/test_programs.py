@@ -23,6 +23,7 @@ from frames_dspy.programs import (
     Naive,
     Oracle,
     ProgramSpec,
+    QueryStats,
     RetrieveThenAnswer,
     build_program,
     clean_queries,
@@ -190,18 +191,15 @@ def test_clean_queries_strips_markers_and_drops_duplicates():
         drop_repeats=True,
     )
     assert kept == ["Bell birthplace", "Edinburgh river"]
-    assert stats == {"generated": 6, "repeated": 0, "dropped_repeats": 0, "dropped_duplicates": 4}
+    assert stats == QueryStats(generated=6, dropped_duplicates=4)
 
 
 def test_clean_queries_accepts_a_string_or_none_and_respects_limit_and_taken():
     kept, stats = clean_queries("a\nb\nc\nd", limit=2, taken=["A"], drop_repeats=False)
     assert kept == ["b", "c"]
-    assert stats["generated"] == 4
-    assert stats["dropped_duplicates"] == 1
-    assert clean_queries(None, limit=3, drop_repeats=True) == (
-        [],
-        {"generated": 0, "repeated": 0, "dropped_repeats": 0, "dropped_duplicates": 0},
-    )
+    assert stats.generated == 4
+    assert stats.dropped_duplicates == 1
+    assert clean_queries(None, limit=3, drop_repeats=True) == ([], QueryStats())
 
 
 @pytest.mark.parametrize("drop", [True, False])
@@ -209,8 +207,8 @@ def test_clean_queries_repeats_of_earlier_rounds(drop):
     kept, stats = clean_queries(
         ["Edinburgh", "water of leith"], limit=3, past=["edinburgh"], drop_repeats=drop
     )
-    assert stats["repeated"] == 1
-    assert stats["dropped_repeats"] == (1 if drop else 0)
+    assert stats.repeated == 1
+    assert stats.dropped_repeats == (1 if drop else 0)
     assert kept == (["water of leith"] if drop else ["Edinburgh", "water of leith"])
 
 
@@ -486,6 +484,58 @@ def test_multihop_query_parse_error_is_counted_and_the_round_runs(store, include
     assert len(pred.context_ids) == 2
     # Round 1's query step was tried twice (DSPy's JSON fallback), then round 2's and the answer.
     assert len(lm.history) == 4
+
+
+def test_query_stats_add_up_and_read_as_the_records_dict():
+    total = QueryStats(generated=3, repeated=1) + QueryStats(generated=2, errors=1)
+    assert total == QueryStats(generated=5, repeated=1, errors=1)
+    # A record's query_stats keeps this key order (records written before stay comparable).
+    assert list(total.as_dict().items()) == [
+        ("generated", 5),
+        ("repeated", 1),
+        ("dropped_repeats", 0),
+        ("dropped_duplicates", 0),
+        ("errors", 1),
+    ]
+
+
+def test_multihop_prediction_carries_the_counts_as_a_dict(store):
+    lm = DummyLM([plan("Bell birthplace", "bell birthplace"), {"answer": "x"}])
+    program = MultiHop(
+        ScriptedRetriever(store, ROUND_TABLE), rounds=1, k=3, n_docs=1, context_tokens=500
+    )
+    pred = run(program, lm, question=QUESTION)
+    assert pred.query_stats == QueryStats(generated=2, dropped_duplicates=1).as_dict()
+
+
+def test_a_multihop_that_fails_half_way_has_noted_its_finished_rounds(store):
+    # The runner credits what a failed program found (frames_dspy.run.runner): each round is
+    # noted as it ends, before the next one can fail.
+    from frames_dspy.programs.modules import recording_rounds
+
+    class FailingRetriever(ScriptedRetriever):
+        def search_many(self, queries, k, *, exclude=()):
+            if len(self.calls) == 1:
+                raise RuntimeError("index went away")
+            return super().search_many(queries, k, exclude=exclude)
+
+    retriever = FailingRetriever(store, ROUND_TABLE)
+    lm = DummyLM([plan("capital of Scotland"), plan("Edinburgh river"), {"answer": "x"}])
+    program = MultiHop(retriever, rounds=2, k=2, n_docs=1, context_tokens=500)
+    with recording_rounds() as trace, pytest.raises(RuntimeError, match="index went away"):
+        run(program, lm, question=QUESTION)
+    assert trace["context_ids"] == [["bell", "edinburgh"]]
+    assert trace["queries"] == [[QUESTION, "capital of Scotland"]]
+    assert trace["answer_context"] is None
+
+    # A run that finishes notes what its prediction holds, and the text the answer step saw.
+    program.retriever = ScriptedRetriever(store, ROUND_TABLE)
+    lm = DummyLM([plan("Bell birthplace"), plan("Edinburgh river"), {"answer": "x"}])
+    with recording_rounds() as trace:
+        pred = run(program, lm, question=QUESTION)
+    assert trace["context_ids"] == pred.context_ids
+    assert trace["queries"] == pred.queries
+    assert "[1] Alexander Graham Bell" in trace["answer_context"]
 
 
 def test_multihop_rejects_bad_settings(store):
