@@ -170,7 +170,7 @@ class MultiHop(_FramesProgram):
             out = self.generate(
                 question=question,
                 found=self.found_view(context),
-                past_queries=past,
+                past_queries=list(past),  # a copy: the trace keeps what this round saw
                 n_queries=wanted,
             )
         except AdapterParseError as err:

@@ -428,6 +428,22 @@ def test_multihop_later_rounds_see_found_articles_and_past_queries(store):
     assert "Bell birthplace" in second.split("[[ ## past_queries ## ]]", 1)[1]
 
 
+def test_a_traced_round_keeps_the_past_queries_it_was_shown(store):
+    # Bootstrapped demos are made from the trace: a round's entry must hold the past queries
+    # that round was shown, not the list as later rounds extended it.
+    lm = DummyLM([plan("Bell birthplace"), plan("Edinburgh river"), {"answer": "x"}])
+    program = MultiHop(
+        ScriptedRetriever(store, ROUND_TABLE), rounds=2, k=2, n_docs=1, context_tokens=500
+    )
+    with dspy.context(lm=lm, trace=[]):
+        program(question=QUESTION)
+        trace = list(dspy.settings.trace)
+    shown = [
+        inputs["past_queries"] for predictor, inputs, _ in trace if predictor is program.generate
+    ]
+    assert shown == [[], ["Bell birthplace"]]
+
+
 @pytest.mark.parametrize("planning", [True, False])
 def test_multihop_drops_empty_duplicate_and_repeated_queries(store, planning):
     def step(*queries):
