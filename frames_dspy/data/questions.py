@@ -23,7 +23,8 @@ from typing import NamedTuple
 import dspy
 
 from frames_dspy.base.paths import HUB_DATASET
-from frames_dspy.data.download import DownloadError, reason_of, unreachable
+from frames_dspy.data import hub
+from frames_dspy.data.download import DownloadError
 from frames_dspy.data.links import extract_links, link_title
 
 logger = logging.getLogger(__name__)
@@ -191,7 +192,9 @@ def _download_hub_file(repo: str, revision: str | None) -> Path:
 
     The hub is checked for a newer file when it can be reached; when it cannot (checked first,
     in seconds, so the hub client's own retry loop never runs offline) a cached copy is used,
-    and without one the error says so in one line.
+    and without one the error says so in one line. A rate limit, a server error or a dropped
+    connection that outlasts the client's own retries (five, within seconds) is tried again
+    after longer waits (:func:`frames_dspy.data.hub.retrying`).
     """
     from huggingface_hub import constants, hf_hub_download
     from huggingface_hub.errors import (
@@ -208,27 +211,31 @@ def _download_hub_file(repo: str, revision: str | None) -> Path:
         "FRAMES_DATA_DIR to a folder holding frames/frames_test_set.csv"
     )
     endpoint = constants.ENDPOINT
-    why = "HF_HUB_OFFLINE is set" if constants.is_offline_mode() else unreachable(endpoint)
+    why = hub.unreachable_reason(endpoint)
     logger.info("loading %s (revision %s) from the Hugging Face hub", repo, revision or "main")
     try:
-        path = hf_hub_download(
-            repo,
-            _HUB_FILE,
-            repo_type="dataset",
-            revision=revision,
-            endpoint=endpoint,
-            local_files_only=why is not None,
+        path = hub.retrying(
+            f"downloading {repo}/{_HUB_FILE}",
+            lambda: hf_hub_download(
+                repo,
+                _HUB_FILE,
+                repo_type="dataset",
+                revision=revision,
+                endpoint=endpoint,
+                local_files_only=why is not None,
+            ),
+            waits=None if why is None else (),
         )
     except LocalEntryNotFoundError as err:
-        # Not in the cache, and the hub could not be asked (offline, or it failed just now).
-        raise DownloadError(what, endpoint, why or reason_of(err), fix=fix) from err
+        # Not in the cache, and the hub could not be asked (offline, or it kept failing).
+        raise DownloadError(what, endpoint, why or hub.reason(err), fix=fix) from err
     except (RepositoryNotFoundError, RevisionNotFoundError, EntryNotFoundError) as err:
         raise DatasetError(
             f"hub dataset {repo!r} (revision {revision or 'main'}) has no {_HUB_FILE}: "
             f"{' '.join(str(err).split())[:200]}; pass a local .tsv/.csv with --dataset"
         ) from err
     except (HfHubHTTPError, OSError) as err:
-        raise DownloadError(what, endpoint, why or reason_of(err), fix=fix) from err
+        raise DownloadError(what, endpoint, why or hub.reason(err), fix=fix) from err
     if why is not None:
         logger.warning("the hub cannot be reached (%s); using the cached copy %s", why, path)
     return Path(path)
