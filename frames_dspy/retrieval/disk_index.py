@@ -36,6 +36,7 @@ from typing import Any
 import numpy as np
 
 from frames_dspy.base import paths
+from frames_dspy.base.files import atomic_write_json
 from frames_dspy.base.locks import LOCK_NAME, lock_folder
 from frames_dspy.data.corpus import CorpusError
 from frames_dspy.data.disk_store import (
@@ -45,8 +46,17 @@ from frames_dspy.data.disk_store import (
     write_lookup,
     write_strings,
 )
+from frames_dspy.data.download import DownloadError
 from frames_dspy.data.links import title_key
-from frames_dspy.data.snapshot import Snapshot, stream_batches
+from frames_dspy.data.snapshot import (
+    STREAM_FIX,
+    Position,
+    Snapshot,
+    count_rows,
+    pin_snapshot,
+    require_hub,
+    stream_batches,
+)
 from frames_dspy.retrieval.bm25 import TOKENIZER_SPEC, Hit, check_search, package_version, tokenize
 
 logger = logging.getLogger(__name__)
@@ -57,6 +67,9 @@ ENGINE = "tantivy"
 INDEX_FORMAT = 1
 CHUNK_SIZE = 25_000
 MANIFEST = "manifest.json"
+#: The hub revisions remembered per config (see :func:`frames_dspy.data.snapshot.pin_snapshot`),
+#: beside the indexes.
+PINS = "pinned-revisions.json"
 # Tantivy's BM25 constants (not settable from Python); recorded with every index.
 TANTIVY_BM25 = {"k1": 1.2, "b": 0.75, "idf": "lucene", "fieldnorm": "256 levels"}
 WRITER_HEAP = 512 * 2**20
@@ -84,12 +97,17 @@ def _key(snapshot: Snapshot, chunk_size: int) -> dict[str, Any]:
     }
 
 
+def index_root(index_dir: str | Path | None = None) -> Path:
+    """The folder of indexes: ``index_dir``, or the user cache's ``indexes/``."""
+    return Path(index_dir) if index_dir is not None else paths.cache_dir("indexes")
+
+
 def index_folder(snapshot: Snapshot, *, index_dir: str | Path | None = None, chunk_size=CHUNK_SIZE):
-    """The index folder of ``snapshot``, named by a hash of everything the index depends on."""
+    """The index folder of ``snapshot`` (pinned: a hub snapshot at a commit), named by a hash of
+    everything the index depends on."""
     key = _key(snapshot, chunk_size)
     digest = hashlib.sha256(json.dumps(key, sort_keys=True).encode("utf-8")).hexdigest()[:20]
-    root = Path(index_dir) if index_dir is not None else paths.cache_dir("indexes")
-    return root / f"wikipedia-{digest}"
+    return index_root(index_dir) / f"wikipedia-{digest}"
 
 
 # -- the manifest ---------------------------------------------------------------------------
@@ -262,17 +280,45 @@ class _Progress:
             self.bar.close()
 
 
+def _load_state(folder: Path, key: dict) -> dict:
+    """``build.json``: the build's key, time so far, the source's article count and the stream
+    positions of the last two chunks; a fresh one (and no stale files) if the key changed."""
+    path = folder / "build.json"
+    try:
+        state = json.loads(path.read_text("utf-8"))
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError):
+        state = {}
+    if not isinstance(state, dict) or state.get("key") != key:
+        for stale in ("tantivy", "chunks", "lookup"):
+            shutil.rmtree(folder / stale, ignore_errors=True)
+        state = {"key": key, "seconds": 0.0, "started": time.strftime("%Y-%m-%dT%H:%M:%S")}
+        atomic_write_json(path, state)  # before any chunk, so they resume
+    return state
+
+
+def _start(state: dict, done: int, name: str, say: Callable[[str], None]) -> Position | None:
+    """Where the stream resumes: the saved position of the last committed chunk, so only what
+    is not indexed is read; without one (or one another ``datasets`` wrote), by re-reading."""
+    if not done:
+        return None
+    saved = [Position.from_json(p) for p in state.get("positions", [])]
+    found = next((p for p in saved if p is not None and p.rows == done), None)
+    if found is not None and found.loadable:
+        say(f"resuming the index of {name} at article {done:,} (from its saved stream position)")
+        return found
+    why = f"its position was saved by {found.format}" if found else "no position was saved"
+    say(
+        f"resuming the index of {name} at article {done:,} by reading the first {done:,} "
+        f"articles again ({why})"
+    )
+    return Position(done)
+
+
 def _build(
     snapshot: Snapshot, folder: Path, key: dict, *, chunk_size: int, workers: int, say, progress
 ) -> None:
     tantivy = _tantivy()
-    state_path = folder / "build.json"
-    state = json.loads(state_path.read_text("utf-8")) if state_path.is_file() else {}
-    if state.get("key") != key:
-        for stale in ("tantivy", "chunks", "lookup"):
-            shutil.rmtree(folder / stale, ignore_errors=True)
-        state = {"key": key, "seconds": 0.0, "started": time.strftime("%Y-%m-%dT%H:%M:%S")}
-        state_path.write_text(json.dumps(state), "utf-8")  # before any chunk, so they resume
+    state = _load_state(folder, key)
     (folder / "tantivy").mkdir(parents=True, exist_ok=True)
     (folder / "chunks").mkdir(exist_ok=True)
     index_path = str(folder / "tantivy")
@@ -281,27 +327,31 @@ def _build(
         tantivy.Index.open(index_path) if exists else tantivy.Index(_schema(tantivy), index_path)
     )
     done = index.searcher().num_docs
-    if done:
-        say(f"resuming the index of {snapshot.name} at article {done:,}")
-    expected = snapshot.expected_rows()
-    bar = _Progress(expected, done, progress)
+    start = _start(state, done, snapshot.name, say)
+    if not isinstance(state.get("expected"), int):
+        state["expected"] = count_rows(snapshot)  # once per build: the hub's are its footers
+        atomic_write_json(folder / "build.json", state)
+    bar = _Progress(state["expected"], done, progress)
     writer = index.writer(heap_size=WRITER_HEAP, num_threads=1)
     tokenizers = _Tokenizers(workers)
     started = time.monotonic()
 
-    def commit(batch: dict[str, list], bodies: Callable[[], list[str]], chunk: int) -> None:
+    def commit(batch: dict, position: Position, bodies: Callable[[], list[str]], chunk: int):
         nonlocal started
         _write_chunk(folder / "chunks" / f"{chunk:05d}", batch)
-        _index_chunk(tantivy, writer, bodies(), chunk * chunk_size)
-        bar.add(len(batch["id"]))
         state["seconds"] += time.monotonic() - started
         started = time.monotonic()
-        state_path.write_text(json.dumps(state), "utf-8")
+        # Saved before tantivy commits, beside the last chunk's: whichever count tantivy holds
+        # after a kill, build.json has the stream position that goes with it.
+        state["positions"] = [*state.get("positions", [])[-1:], position.to_json()]
+        atomic_write_json(folder / "build.json", state)
+        _index_chunk(tantivy, writer, bodies(), chunk * chunk_size)
+        bar.add(len(batch["id"]))
 
     try:
         chunk, pending = done // chunk_size, None
-        for batch in stream_batches(snapshot, skip=done, batch_size=chunk_size):
-            ahead = (batch, tokenizers.submit(batch), chunk)  # tokenized while the last indexes
+        for batch, position in stream_batches(snapshot, start=start, batch_size=chunk_size):
+            ahead = (batch, position, tokenizers.submit(batch), chunk)  # tokenized meanwhile
             if pending is not None:
                 commit(*pending)
             pending, chunk = ahead, chunk + 1
@@ -311,6 +361,9 @@ def _build(
     except KeyboardInterrupt:
         say(f"stopped at article {bar.done:,}; the next run resumes the index from there")
         raise
+    except DownloadError as err:
+        kept = f"the {bar.done:,} articles indexed so far are kept; the next run reads on"
+        raise DownloadError(err.what, err.source, err.reason, fix=STREAM_FIX, kept=kept) from err
     finally:
         tokenizers.close(wait=sys.exc_info()[0] is None)
         bar.close()
@@ -318,10 +371,25 @@ def _build(
     _finish(folder, key, state, chunk_size=chunk_size, rows=bar.done, snapshot=snapshot)
 
 
-def _finish(folder: Path, key: dict, state: dict, *, chunk_size: int, rows: int, snapshot) -> None:
-    """Write the look-ups and the manifest (last) once every chunk is indexed."""
+def _check_count(folder: Path, state: dict, rows: int, snapshot: Snapshot) -> None:
+    """A build that read another number of articles than its source holds is no index: the
+    stream skipped or repeated rows. Its build state goes, so the next run starts over."""
     if rows == 0:
         raise CorpusError(f"{snapshot.name} holds no articles")
+    expected = state.get("expected")
+    if expected is not None and rows != expected:
+        (folder / "build.json").unlink(missing_ok=True)
+        raise CorpusError(
+            f"the build of {snapshot.name} read {rows:,} articles but its parquet files hold "
+            f"{expected:,}: the stream skipped or repeated rows (datasets "
+            f"{package_version('datasets')}), so no index was written; upgrade datasets and "
+            "rerun to build it again from the start"
+        )
+
+
+def _finish(folder: Path, key: dict, state: dict, *, chunk_size: int, rows: int, snapshot) -> None:
+    """Check the count, write the look-ups and the manifest (last) once every chunk is in."""
+    _check_count(folder, state, rows, snapshot)
     chunks = sorted(p for p in (folder / "chunks").iterdir() if p.is_dir() and p.suffix != ".tmp")
     n_chunks = -(-rows // chunk_size)
     chunks = chunks[:n_chunks]
@@ -340,6 +408,7 @@ def _finish(folder: Path, key: dict, state: dict, *, chunk_size: int, rows: int,
     manifest = {
         "identity": key,
         "snapshot": snapshot.name,
+        "revision": snapshot.revision,
         "articles": rows,
         "chunks": n_chunks,
         "fingerprint": fingerprint,
@@ -375,11 +444,19 @@ def open_snapshot(
         say: Where notes go (resuming, waiting for another builder, rebuilding).
         progress: Show a progress bar with an ETA while building.
 
+    A hub snapshot is pinned to a commit first (:func:`frames_dspy.data.snapshot.pin_snapshot`,
+    remembered in ``pinned-revisions.json`` beside the indexes); a finished index of a
+    commit is used without the network. The store's ``manifest["snapshot"]`` names the pinned
+    snapshot (``wikipedia:<config>@<commit>``), for the run to record.
+
     Raises:
-        CorpusError: the snapshot cannot be read (the message names it and the fix).
+        CorpusError: the snapshot cannot be read, or the build read another number of articles
+            than its files hold (the message names it and the fix);
+        DownloadError: the hub cannot be reached, or kept failing (what was built is kept).
     """
     say = say or logger.info
     workers = workers or os.cpu_count() or 1
+    snapshot = pin_snapshot(snapshot, pins=index_root(index_dir) / PINS, say=say)
     folder = index_folder(snapshot, index_dir=index_dir, chunk_size=chunk_size)
     key = _key(snapshot, chunk_size)
     # One builder per index folder: a second process waits, then loads what the first built.
@@ -387,11 +464,13 @@ def open_snapshot(
         try:
             manifest = check_manifest(folder, key)
         except CorpusError as problem:
+            unfinished = (folder / "build.json").is_file()
+            require_hub(snapshot, kept=f"the unfinished index in {folder} is kept" * unfinished)
             if (folder / MANIFEST).exists():
                 say(f"the index in {folder} is damaged ({problem}); rebuilding it")
                 for name in (MANIFEST, "build.json"):
                     (folder / name).unlink(missing_ok=True)
-            else:
+            elif not unfinished:
                 say(f"indexing {snapshot.name} into {folder} (once; a stopped build resumes)")
             _build(
                 snapshot,
@@ -409,7 +488,7 @@ def open_snapshot(
         n_chunks=manifest["chunks"],
         fingerprint=manifest["fingerprint"],
         aliases=load_alias_titles(aliases),
-        manifest={k: v for k, v in manifest.items() if k != "files"},
+        manifest={**{k: v for k, v in manifest.items() if k != "files"}, "snapshot": snapshot.name},
     )
     return store
 

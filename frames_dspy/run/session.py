@@ -199,9 +199,10 @@ class ModelDataSettings:
         None,
         group="data",
         help="articles JSONL(.gz) (default: frames_wiki/pages.jsonl.gz under $FRAMES_DATA_DIR); "
-        "'wikipedia' for all of English Wikipedia (wikimedia/wikipedia 20231101.en, indexed on "
-        "disk once), 'wikipedia:SNAPSHOT' for another snapshot, or a parquet file or folder in "
-        "its schema (id, url, title, text)",
+        "'wikipedia' for all of English Wikipedia (wikimedia/wikipedia 20231101.en at the "
+        "commit pinned on first use, indexed on disk once), 'wikipedia:SNAPSHOT' for another "
+        "snapshot, 'wikipedia:SNAPSHOT@REVISION' at a commit (or a branch resolved to one), or "
+        "a parquet file or folder in its schema (id, url, title, text)",
         resume=("evaluate",),
     )
     aliases: str | None = setting(
@@ -324,10 +325,13 @@ def _load_snapshot(settings: ModelDataSettings, *, say, progress: bool) -> DiskA
             "snapshot holds all of Wikipedia; drop --distractors"
         )
     snapshot = parse_snapshot(settings.corpus)
-    settings.corpus, settings.retriever, settings.distractors = snapshot.name, ENGINE, "none"
+    settings.retriever, settings.distractors = ENGINE, "none"
     if settings.aliases is None and (aliases := data_file("aliases")):
         settings.aliases = str(aliases)
-    return open_snapshot(snapshot, aliases=settings.aliases, say=say, progress=progress)
+    store = open_snapshot(snapshot, aliases=settings.aliases, say=say, progress=progress)
+    # The snapshot as searched: a hub one pinned to its commit (wikipedia:<config>@<commit>).
+    settings.corpus = store.manifest["snapshot"]
+    return store
 
 
 def _spec_of(text: str, lm: Any) -> ModelSpec:

@@ -22,7 +22,7 @@ from dspy.utils.dummies import DummyLM
 
 from frames_dspy import evaluate
 from frames_dspy.data.corpus import CorpusError
-from frames_dspy.data.snapshot import is_snapshot, parse_snapshot, stream_batches
+from frames_dspy.data.snapshot import Position, is_snapshot, parse_snapshot, stream_batches
 from frames_dspy.retrieval.bm25 import build_retriever
 from frames_dspy.retrieval.disk_index import (
     MANIFEST,
@@ -106,13 +106,51 @@ def test_unreadable_or_foreign_parquet_is_refused(tmp_path):
         parse_snapshot(str(tmp_path / "nowhere.parquet"))
 
 
-def test_the_stream_comes_through_datasets_in_batches_and_skips(snapshot_file):
-    snapshot = parse_snapshot(str(snapshot_file))
-    assert snapshot.expected_rows() == 209
+def test_the_stream_comes_in_batches_and_starts_again_from_any_position(tmp_path):
+    # Two files with row groups of 40, batches of 50: positions fall inside row groups, at a
+    # file's end and inside the second file.
+    first, second = tmp_path / "a.parquet", tmp_path / "b.parquet"
+    write_snapshot(first, fillers=112)
+    pq.write_table(pq.read_table(first).slice(0, 76), second, row_group_size=40)
+    snapshot = parse_snapshot(str(tmp_path))
+    assert snapshot.files == (first, second) and snapshot.expected_rows() == 121 + 76
     batches = list(stream_batches(snapshot, batch_size=50))
-    assert [len(b["id"]) for b in batches] == [50, 50, 50, 50, 9]
-    rest = list(stream_batches(snapshot, skip=200, batch_size=50))
-    assert rest[0]["id"] == batches[-1]["id"]
+    assert [len(b["id"]) for b, _ in batches] == [50, 50, 50, 47]
+    assert [p.rows for _, p in batches] == [50, 100, 150, 197]
+    everything = [i for b, _ in batches for i in b["id"]]
+    for _, position in batches:
+        assert position.loadable
+        rest = [
+            i for b, _ in stream_batches(snapshot, start=position, batch_size=50) for i in b["id"]
+        ]
+        assert rest == everything[position.rows :]
+    # A position without the stream's state (another datasets wrote it) is reached by reading.
+    unknown = Position(150, state=None)
+    rest = [i for b, _ in stream_batches(snapshot, start=unknown, batch_size=50) for i in b["id"]]
+    assert rest == everything[150:]
+    assert Position.from_json(batches[1][1].to_json()) == batches[1][1]
+
+
+def test_a_build_that_reads_another_count_than_its_files_hold_is_refused(
+    tmp_path, snapshot_file, monkeypatch
+):
+    from frames_dspy.retrieval import disk_index
+
+    def losing_a_batch(*args, **kwargs):
+        for n, item in enumerate(stream_batches(*args, **kwargs)):
+            if n != 2:
+                yield item
+
+    monkeypatch.setattr(disk_index, "stream_batches", losing_a_batch)
+    snapshot = parse_snapshot(str(snapshot_file))
+    with pytest.raises(CorpusError, match=r"read 159 articles but its parquet files hold 209"):
+        open_snapshot(snapshot, index_dir=tmp_path, chunk_size=50)
+    folder = index_folder(snapshot, index_dir=tmp_path, chunk_size=50)
+    assert not (folder / MANIFEST).exists() and not (folder / "build.json").exists()
+    monkeypatch.undo()
+    notes = []
+    store = open_snapshot(snapshot, index_dir=tmp_path, chunk_size=50, say=notes.append)
+    assert len(store) == 209 and not any("resuming" in note for note in notes)
 
 
 # --- building and searching ------------------------------------------------------------
