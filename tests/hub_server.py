@@ -108,12 +108,9 @@ class Counts:
     faults: Counter = field(default_factory=Counter)
 
     def files_bytes(self, suffix: str = ".parquet", *, tails: bool = True) -> int:
-        served = sum(n for path, n in self.bytes.items() if path.endswith(suffix))
-        return (
-            served
-            if tails
-            else served - sum(n for path, n in self.tail.items() if path.endswith(suffix))
-        )
+        """Body bytes served of the files ending in ``suffix`` (without footer reads)."""
+        counts = self.bytes - (Counter() if tails else self.tail)
+        return sum(n for path, n in counts.items() if path.endswith(suffix))
 
 
 class HubServer:
@@ -126,12 +123,12 @@ class HubServer:
 
     def __init__(self, *, lifetime: float = 120.0, max_requests: int = 20_000) -> None:
         self.repos: dict[str, list[Commit]] = {}
+        self._objects: dict[str, tuple[str, bytes]] = {}  # the CDN's: sha256 -> (name, content)
         self.faults: list[Fault] = []
         self.counts = Counts()
         self.max_requests = max_requests
         self._lock = threading.Lock()
         self._servers: list[ThreadingHTTPServer] = []
-        self._threads: list[threading.Thread] = []
         self._sockets: set[socket.socket] = set()
         self._ports = (0, 0)
         self._over = False
@@ -156,10 +153,11 @@ class HubServer:
             for path in sorted(tree):
                 digest.update(f"{path}\0{_git_oid(tree[path])}\0".encode())
             sha = digest.hexdigest()
-            date = time.strftime(
-                "%Y-%m-%dT%H:%M:%S.000Z", time.gmtime(1_700_000_000 + len(history))
-            )
+            date = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(1.7e9 + len(history)))
             history.append(Commit(sha, tree, title, date))
+            for path, content in tree.items():
+                if path.endswith(_LFS_SUFFIXES):
+                    self._objects[hashlib.sha256(content).hexdigest()] = (f"{repo}/{path}", content)
             return sha
 
     def sha(self, repo: str, revision: str = "main") -> str:
@@ -244,12 +242,9 @@ class HubServer:
             servers.append(server)
         self._servers = servers
         self._ports = tuple(s.server_address[1] for s in servers)
-        self._threads = [
-            threading.Thread(target=s.serve_forever, kwargs={"poll_interval": 0.02}, daemon=True)
-            for s in servers
-        ]
-        for thread in self._threads:
-            thread.start()
+        for server in servers:
+            kwargs = {"poll_interval": 0.02}
+            threading.Thread(target=server.serve_forever, kwargs=kwargs, daemon=True).start()
         if not self._timer.is_alive():
             self._timer.start()
         return self
@@ -282,22 +277,13 @@ class HubServer:
 
     def _info(self, repo: str, commit: Commit) -> dict:
         card = _card_data(commit.files.get("README.md", b""))
+        siblings = [{"rfilename": path} for path in sorted(commit.files)]
+        created = self.repos[repo][0].date
         return {
-            "_id": hashlib.sha1(repo.encode()).hexdigest()[:24],
-            "id": repo,
-            "author": repo.split("/")[0],
-            "sha": commit.sha,
-            "lastModified": commit.date,
-            "createdAt": self.repos[repo][0].date,
-            "private": False,
-            "gated": False,
-            "disabled": False,
-            "downloads": 0,
-            "likes": 0,
-            "tags": [],
-            "cardData": card,
-            "siblings": [{"rfilename": path} for path in sorted(commit.files)],
-            "usedStorage": sum(len(c) for c in commit.files.values()),
+            **{"_id": hashlib.sha1(repo.encode()).hexdigest()[:24], "id": repo, "sha": commit.sha},
+            **{"author": repo.split("/")[0], "lastModified": commit.date, "createdAt": created},
+            **{"private": False, "gated": False, "disabled": False, "downloads": 0, "likes": 0},
+            **{"tags": [], "cardData": card, "siblings": siblings},
         }
 
     def _entry(self, commit: Commit, path: str, expand: bool) -> dict | None:
@@ -329,14 +315,6 @@ class HubServer:
                 names.add(prefix + "/".join(parts[:depth]))
         entries = [self._entry(commit, name, expand) for name in sorted(names)]
         return sorted(entries, key=lambda e: (e["type"] != "directory", e["path"]))
-
-    def _lfs_file(self, oid: str) -> tuple[str, bytes] | None:
-        for repo, history in self.repos.items():
-            for commit in history:
-                for path, content in commit.files.items():
-                    if hashlib.sha256(content).hexdigest() == oid:
-                        return f"{repo}/{path}", content
-        return None
 
     def _handler(self):
         hub = self
@@ -379,7 +357,7 @@ class HubServer:
                 length = int(self.headers.get("Content-Length") or 0)
                 form = parse_qs(self.rfile.read(length).decode()) if length else {}
                 on_cdn = self.server.server_address[1] == hub._ports[1]
-                cdn_file = hub._lfs_file(parts.path.rsplit("/", 1)[-1]) if on_cdn else None
+                cdn_file = hub._objects.get(parts.path.rsplit("/", 1)[-1]) if on_cdn else None
                 seen = f"{parts.path} {self._part(cdn_file)}"
                 fault = hub._fault(seen, body=False)
                 if fault is not None and fault.status:
@@ -546,16 +524,6 @@ def articles(n: int, *, edition: int = 0, words: int = 60) -> list[dict[str, str
     return rows
 
 
-def parquet_bytes(rows: list[dict[str, str]], *, row_group_size: int) -> bytes:
-    import pyarrow as pa
-    import pyarrow.parquet as pq
-
-    table = pa.table({name: [r[name] for r in rows] for name in ("id", "url", "title", "text")})
-    sink = io.BytesIO()
-    pq.write_table(table, sink, row_group_size=row_group_size)
-    return sink.getvalue()
-
-
 def wikipedia_files(
     configs: dict[str, int],
     *,
@@ -566,6 +534,9 @@ def wikipedia_files(
 ) -> dict[str, bytes]:
     """A ``wikimedia/wikipedia``-shaped repo: ``{config: articles}`` as parquet shards and a
     README whose YAML lists each config's ``data_files`` and article count (as the real card)."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
     files: dict[str, bytes] = {}
     card = ["---", "configs:"]
     infos = ["dataset_info:"]
@@ -573,10 +544,10 @@ def wikipedia_files(
         rows = articles(n, edition=edition, words=words)
         step = -(-n // shards)
         for k in range(shards):
-            name = f"{config}/train-{k:05d}-of-{shards:05d}.parquet"
-            files[name] = parquet_bytes(
-                rows[k * step : (k + 1) * step], row_group_size=row_group_size
-            )
+            part = pa.Table.from_pylist(rows[k * step : (k + 1) * step])
+            sink = io.BytesIO()
+            pq.write_table(part, sink, row_group_size=row_group_size)
+            files[f"{config}/train-{k:05d}-of-{shards:05d}.parquet"] = sink.getvalue()
         card += [
             f"- config_name: {config}",
             "  data_files:",
