@@ -20,11 +20,10 @@ import tempfile
 import time
 from pathlib import Path
 
-REPO = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(REPO / "tests"))
+from tests.commands.test_faults import _data
+from tests.fault_server import FaultServer
 
-from fault_server import FaultServer  # noqa: E402
-from test_faults import _data  # noqa: E402
+REPO = Path(__file__).resolve().parents[1]
 
 
 def _run(server: FaultServer, folder: Path, n: int, threads: int | None) -> tuple[float, int]:
