@@ -1,16 +1,26 @@
 """The README stays a short guide and the generated docs pages stay generated.
 
 ``mkdocs build --strict`` (in ``.ci/run``) checks the site's links and pages; these check
-what it cannot: the README's length and commands, and that the committed generated pages are
-what their generators print today.
+what it cannot: the README's length and commands, that the committed generated pages are what
+their generators print today, that every command line of the getting-started recipes parses
+with its real argument parser (so a flag misspelt on the page, or renamed in the code, fails
+here), and that every benchmark the docs name still imports.
 """
 
 from __future__ import annotations
 
+import argparse
+import importlib
+import re
+import shlex
+import sys
 from pathlib import Path
+
+import pytest
 
 from frames_dspy.judge.rules import PIPELINE
 from frames_dspy.judge.rules_doc import rules_markdown
+from optimize.config import CompileConfig
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -66,3 +76,108 @@ def test_the_readme_layout_names_every_package_and_test_folder():
         assert top in layout
     tests = sorted(d.name for d in (REPO / "tests").iterdir() if (d / "__init__.py").exists())
     assert all(f"{name}/" in layout or name in packages for name in tests), tests
+
+
+# --- the getting-started recipes: every command line parses with its real parser ------------
+
+GETTING_STARTED = REPO / "docs" / "getting-started.md"
+
+
+class _Parsed(Exception):
+    """Raised in place of running a command, once its argument parser accepted the line."""
+
+    def __init__(self, namespace: argparse.Namespace):
+        super().__init__()
+        self.namespace = namespace
+
+
+def _recipes() -> dict[str, str]:
+    """Each recipe (a ``###`` heading of the page's Recipes section) and its text."""
+    text = GETTING_STARTED.read_text(encoding="utf-8")
+    if "\n## Recipes\n" not in text:
+        return {}  # the count test below fails, naming what it found
+    section = text.split("\n## Recipes\n", 1)[1].split("\n## ", 1)[0]
+    parts = section.split("\n### ")[1:]
+    return {part.split("\n", 1)[0]: part for part in parts}
+
+
+def _command_lines(recipe: str) -> list[list[str]]:
+    """The ``python ...`` lines of a recipe's bash blocks, continuations joined, leading
+    ``NAME=value`` assignments and comments dropped (sample output is in ``text`` blocks)."""
+    lines = []
+    for block in recipe.split("```bash\n")[1:]:
+        body = block.split("```", 1)[0].replace("\\\n", " ")
+        for line in body.splitlines():
+            words = shlex.split(line, comments=True)
+            while words and "=" in words[0] and not words[0].startswith("-"):
+                words = words[1:]
+            if words[:1] == ["python"]:
+                lines.append(words)
+    return lines
+
+
+def _module(words: list[str]) -> tuple[str, list[str]]:
+    """The module a ``python -m NAME ...`` or ``python path/to/file.py ...`` line runs, and
+    its arguments."""
+    if words[1] == "-m":
+        return words[2], words[3:]
+    return words[1].removesuffix(".py").replace("/", "."), words[2:]
+
+
+def test_the_getting_started_page_has_three_recipes_each_with_a_command():
+    recipes = _recipes()
+    assert len(recipes) == 3, list(recipes)
+    for title, recipe in recipes.items():
+        assert _command_lines(recipe), f"recipe {title!r} names no python command"
+        assert "```text\n" in recipe, f"recipe {title!r} shows no sample of its output"
+
+
+@pytest.mark.parametrize(
+    "words",
+    [
+        pytest.param(words, id=f"{title.split()[0]}:{' '.join(words[:4])}")
+        for title, recipe in _recipes().items()
+        for words in _command_lines(recipe)
+    ],
+)
+def test_a_recipe_command_parses_with_its_real_argument_parser(words, monkeypatch, capsys):
+    name, args = _module(words)
+    module = importlib.import_module(name)
+    if not hasattr(module, "main"):  # a package run with -m: its __main__ has the parser
+        module = importlib.import_module(f"{name}.__main__")
+    original = argparse.ArgumentParser.parse_args
+
+    def parse_then_stop(self, args=None, namespace=None):
+        raise _Parsed(original(self, args, namespace))
+
+    monkeypatch.setattr(argparse.ArgumentParser, "parse_args", parse_then_stop)
+    monkeypatch.setattr(sys, "argv", [name, *args])
+    try:
+        module.main()
+    except _Parsed as parsed:
+        namespace = parsed.namespace
+    except SystemExit as exit_:
+        pytest.fail(f"{' '.join(words)}\nexits {exit_.code}: {capsys.readouterr().err}")
+    else:
+        pytest.fail(f"{name}.main() returned without parsing its arguments")
+    if name == "optimize.compile":  # the checks compile makes before any work
+        values = {k: v for k, v in vars(namespace).items() if k not in ("quiet", "verbose")}
+        CompileConfig(**values).validate()
+
+
+def test_every_benchmark_the_docs_name_imports():
+    pages = [
+        REPO / "README.md",
+        *sorted((REPO / "docs").glob("*.md")),
+        *sorted((REPO / "experiments").glob("*/README.md")),
+    ]
+    named = sorted(
+        {
+            name
+            for page in pages
+            for name in re.findall(r"python -m (benchmarks\.\w+)", page.read_text(encoding="utf-8"))
+        }
+    )
+    assert "benchmarks.threads" in named, named
+    for name in named:  # a module that moved or lost an import fails here, not in a reader's shell
+        assert callable(importlib.import_module(name).main), name
