@@ -19,10 +19,13 @@ import urllib.error
 import urllib.request
 from urllib.parse import urlsplit
 
-__all__ = ["DownloadError", "reason_of", "unreachable"]
+__all__ = ["DownloadError", "SERVER_ANSWERED", "reason_of", "unreachable"]
 
 #: Seconds :func:`unreachable` waits for a name lookup and a connection.
 PROBE_TIMEOUT = 5.0
+#: How a reason begins when the server was reached and refused (an HTTP error status): the
+#: network is fine, so the fix is to try again later, not to connect.
+SERVER_ANSWERED = "the server answered"
 
 
 class DownloadError(RuntimeError):
@@ -39,9 +42,13 @@ class DownloadError(RuntimeError):
     def __init__(self, what: str, source: str, reason: str, *, fix: str, kept: str = ""):
         self.what, self.source, self.reason = what, source, reason
         kept = f" ({kept})" if kept else ""
+        again = (
+            "Rerun later"
+            if reason.startswith(SERVER_ANSWERED)
+            else "Connect to the internet and rerun"
+        )
         super().__init__(
-            f"could not download {what} from {source}: {reason}. Connect to the internet and "
-            f"rerun{kept}, or {fix}"
+            f"could not download {what} from {source}: {reason}. {again}{kept}, or {fix}"
         )
 
 
@@ -76,7 +83,7 @@ def reason_of(error: BaseException) -> str:
         if isinstance(cause, OSError) and cause.errno in (errno.ENETUNREACH, errno.EHOSTUNREACH):
             return f"the network is unreachable ({cause.strerror})"
         if isinstance(cause, urllib.error.HTTPError):
-            return f"the server answered HTTP {cause.code} {cause.reason}"
+            return f"{SERVER_ANSWERED} HTTP {cause.code} {cause.reason}"
     innermost = causes[-1]
     text = " ".join(str(innermost).split()) or type(innermost).__name__
     return text if len(text) <= 200 else text[:197] + "..."

@@ -18,7 +18,7 @@ import time
 from collections.abc import Callable, Iterator
 from typing import TypeVar
 
-from frames_dspy.data.download import reason_of, unreachable
+from frames_dspy.data.download import SERVER_ANSWERED, reason_of, unreachable
 
 logger = logging.getLogger(__name__)
 
@@ -134,4 +134,4 @@ def retrying(what: str, action: Callable[[], T], *, waits: tuple[float, ...] | N
 def reason(err: BaseException) -> str:
     """A few words on why a hub call failed: the HTTP status it answered, or the network cause."""
     status = _status(err)
-    return f"the server answered HTTP {status}" if status else reason_of(err)
+    return f"{SERVER_ANSWERED} HTTP {status}" if status else reason_of(err)

@@ -65,6 +65,15 @@ def test_the_error_is_one_line_with_both_fixes():
     assert error.what == "the questions" and error.source == "https://hub"
 
 
+def test_a_server_that_answered_with_an_error_is_retried_later_not_connected_to():
+    error = urllib.error.HTTPError("http://x", 503, "Service Unavailable", None, None)
+    message = str(DownloadError("the questions", "https://hub", reason_of(error), fix="use a copy"))
+    assert message == (
+        "could not download the questions from https://hub: the server answered HTTP 503 "
+        "Service Unavailable. Rerun later, or use a copy"
+    )
+
+
 def test_unreachable_says_why_and_reachable_is_none(monkeypatch):
     for name in ("http_proxy", "HTTP_PROXY", "https_proxy", "HTTPS_PROXY", "all_proxy"):
         monkeypatch.delenv(name, raising=False)
