@@ -291,7 +291,7 @@ def test_a_hub_that_stays_down_stops_the_build_in_one_line_and_a_rerun_resumes(
     hub.fail(503, times=1000, match="train-00003-of-00007.parquet data")
     env = hub_env(tmp_path, hub)
     code, out, _ = build(env, f"wikipedia:{CONFIG}", tmp_path / "idx")
-    assert code == 2, out
+    assert code == 2, f"exit status {code}\n{out}"
     (line,) = [x for x in out.splitlines() if x.startswith("ERROR")]
     assert line.startswith(
         "ERROR DownloadError could not download wikimedia/wikipedia 20231101.xx (commit "
