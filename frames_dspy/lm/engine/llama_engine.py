@@ -1,10 +1,13 @@
-"""The in-process llama.cpp engine: a GGUF model behind DSPy's engine extension point.
+"""The embedded llama.cpp engine: a GGUF model behind DSPy's engine extension point.
 
 DSPy calls an engine with a canonical ``Request`` and expects a ``Response``
 (``dspy.LM(model, engine=...)``), so DSPy's response cache, history and usage tracking work for
-the embedded model as for any provider. This module translates requests into
-llama-cpp-python chat completions and keeps one loaded model per file and context size for the
-whole process.
+the embedded model as for any provider. This module is the DSPy side: it translates requests
+into chat completions and responses back, and keeps one model host per file, context size and
+kernel settings for the whole process. The model itself runs in a worker process by default
+(:mod:`~frames_dspy.lm.engine.llama_process`, running
+:mod:`~frames_dspy.lm.engine.llama_worker`), so a native crash of llama.cpp fails one call, not
+the run; ``isolation="inline"`` runs it in this process (the fast tests' fake ``llama_cpp``).
 """
 
 from __future__ import annotations
