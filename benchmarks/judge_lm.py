@@ -173,7 +173,8 @@ def main(argv: list[str] | None = None) -> None:
         records = [json.loads(line) for line in args.saved.read_text().splitlines() if line]
     else:
         from frames_dspy.lm.cache import use_cache
-        from frames_dspy.run.session import ModelDataSettings, make_judge
+        from frames_dspy.run.session import make_judge
+        from frames_dspy.run.settings import ModelDataSettings
 
         use_cache("off")  # every reply is the model's own, timed
         _, autorater = make_judge(ModelDataSettings(model=args.judge_model))

@@ -1,8 +1,11 @@
-"""What the command lines share: argument types and the model and data option groups.
+"""What the command lines share: argument types, argparse options from the declared settings,
+the output flags.
 
-``python -m frames_dspy.evaluate`` and ``python -m optimize.compile`` take the same model and
-data options (their values land in :class:`frames_dspy.run.session.ModelDataSettings`); both add
-them from here so a flag means one thing everywhere.
+Every command line adds its settings' options with :func:`add_settings`, from the declarations
+(:func:`frames_dspy.base.settings.setting`): ``python -m frames_dspy.evaluate`` and
+``python -m optimize.compile`` take the same model and data options (declared once in
+:class:`frames_dspy.run.settings.ModelDataSettings`), ``judge validate`` the judge's, so a flag
+means one thing everywhere.
 """
 
 from __future__ import annotations
@@ -19,7 +22,6 @@ from typing import Any
 from frames_dspy.base.redaction import RedactingFilter, redact_text
 from frames_dspy.base.settings import options, setting
 from frames_dspy.programs import condition_names
-from frames_dspy.run.session import ModelDataSettings
 
 __all__ = [
     "CommandParser",
@@ -35,9 +37,7 @@ __all__ = [
     "option_group",
     "id_list",
     "condition_list",
-    "add_model_arguments",
-    "add_tracking_arguments",
-    "add_data_arguments",
+    "add_output_arguments",
     "start_command",
     "add_verbose_argument",
     "report_error",
@@ -291,27 +291,6 @@ def add_output_arguments(
 ) -> None:
     """The :class:`CommandOutput` flags ``entry`` takes (``--json``, ``--quiet``)."""
     add_settings(parser, CommandOutput, entry, section=section)
-
-
-def add_model_arguments(parser: argparse.ArgumentParser, defaults: Any) -> None:
-    """``--model``, ``--api-base``, the judge's options, ``--temperature``, ``--max-tokens``,
-    and the MLflow options of :func:`add_tracking_arguments` (declared in
-    :class:`frames_dspy.run.session.ModelDataSettings`)."""
-    add_settings(parser, ModelDataSettings, "validate", defaults=defaults, groups=("models",))
-    # Every command that runs models can log them to MLflow.
-    add_tracking_arguments(parser, defaults)
-
-
-def add_tracking_arguments(parser: argparse.ArgumentParser, defaults: Any) -> None:
-    """``--mlflow [URI]``, ``--mlflow-experiment``, ``--mlflow-traces`` (MLflow is optional)."""
-    tracking = {o.group for n, o, _ in options(ModelDataSettings) if n.startswith("mlflow")}
-    add_settings(parser, ModelDataSettings, "validate", defaults=defaults, groups=tracking)
-
-
-def add_data_arguments(parser: argparse.ArgumentParser, defaults: Any) -> None:
-    """``--dataset``, ``--revision``, ``--corpus``, ``--aliases``, ``--distractors``,
-    ``--wiki-api``, ``--retriever``."""
-    add_settings(parser, ModelDataSettings, "evaluate", defaults=defaults, groups=("data",))
 
 
 def start_command(*, verbose: bool = False) -> None:

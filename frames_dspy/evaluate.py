@@ -82,7 +82,7 @@ def build_parser() -> argparse.ArgumentParser:
         ),
     )
     # Every setting EvalConfig declares (frames_dspy.base.settings), in its sections; the
-    # shared model and data settings come first, as ModelDataSettings declares them.
+    # settings it shares with compile come first, as frames_dspy.run.settings declares them.
     parser.add_argument_group("what to run")
     add_settings(parser, EvalConfig, "evaluate", defaults=defaults)
     add_output_arguments(parser, "evaluate", section="run")
@@ -98,9 +98,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args.program and args.conditions:
         conditions = [*args.conditions, "program"]
     values = {k: v for k, v in vars(args).items() if k not in ("conditions", "quiet", "verbose")}
-    config = EvalConfig(conditions=conditions, **values)
     # Named here, so the interrupt message and the last line can say where the run is.
-    config.out = config.out or str(Path("runs") / datetime.now().strftime("%Y%m%d-%H%M%S"))
+    values["out"] = args.out or str(Path("runs") / datetime.now().strftime("%Y%m%d-%H%M%S"))
+    config = EvalConfig(conditions=conditions, **values)
     try:
         summary = run_evaluation(config, progress=not args.quiet, say=_stderr)
     except (*_BAD_INPUT, FolderInUse) as err:

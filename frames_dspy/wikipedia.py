@@ -16,7 +16,7 @@ from frames_dspy.cli import add_output_arguments, add_settings
 from frames_dspy.data.download import DownloadError
 from frames_dspy.data.questions import DatasetError, load_frames
 from frames_dspy.data.wikipedia import DEFAULT_DELAY, build_corpus
-from frames_dspy.run.session import ModelDataSettings
+from frames_dspy.run.settings import ModelDataSettings
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -16,10 +16,8 @@ with the command stored in ``config.json`` reproduces the test score.
 from __future__ import annotations
 
 import argparse
-import dataclasses
 import functools
 import logging
-import os
 import sys
 from collections.abc import Callable, Sequence
 from contextlib import nullcontext
@@ -59,16 +57,17 @@ from frames_dspy.results.run_folder import (
     write_error,
 )
 from frames_dspy.run.runner import RunAborted
-from frames_dspy.run.session import Session, open_session
+from frames_dspy.run.session import Session, open_articles, open_session
 from frames_dspy.run.tracking import log_study
 from optimize.config import (
     COMPILE_EXAMPLES,
     STUDY_KEYS,
     CompileConfig,
+    CompilePlan,
     CompileResult,
     NoCompleteTrials,
 )
-from optimize.cost import estimate_cost
+from optimize.cost import CostEstimate, estimate_cost
 from optimize.final import CompileRun, final_stage, trial_line
 from optimize.pareto import RETRIEVAL_OBJECTIVES, complete_trials, parse_pick
 from optimize.storage import make_sampler, open_study, redact
@@ -119,14 +118,13 @@ def run_compile(
         NoCompleteTrials: nothing to pick (e.g. ``max_lm_calls`` ran out in the first trial).
         LMSetupError: the LM cannot run; DatasetError/CorpusError: unusable data files.
     """
-    config = dataclasses.replace(config)
     config.validate()
     out = Path(config.out or Path("runs") / f"opt-{datetime.now():%Y%m%d-%H%M%S}")
-    config.out = str(out)
     check_out(out)
     go = functools.partial(
         _compile,
         config,
+        out=out,
         lm=lm,
         judge_lm=judge_lm,
         teacher_lm=teacher_lm,
@@ -152,6 +150,7 @@ IN_USE_FIX = (
 def _compile(
     config: CompileConfig,
     *,
+    out: Path,
     lm: dspy.BaseLM | None,
     judge_lm: dspy.BaseLM | None,
     teacher_lm: dspy.BaseLM | None,
@@ -162,67 +161,49 @@ def _compile(
 ) -> CompileResult:
     """:func:`run_compile` once the output folder is held (or shared, by a worker).
 
-    The phases, top to bottom: split the questions, open the session (LMs, judge, corpus),
-    open the study, announce its cost, record the settings, run the trials, then (the main
-    command only) pick, compile and test the program and record the outcome.
+    The phases, top to bottom: split the questions, open the session (articles, LMs, judge;
+    the settings resolved once), plan, open the study, announce its cost, record the
+    settings, run the trials, then (the main command only) pick, compile and test the
+    program and record the outcome. Nothing reads ``config`` once the session is open: every
+    later step reads the plan's resolved settings.
     """
     say = progress or (lambda line: logger.info("%s", line))
-    rule = parse_pick(config.pick)
-    space = config.search_space()
-    out = Path(config.out)
-    storage_url = config.storage or f"sqlite:///{(out / 'study.db').resolve()}"
-
     examples, splits, test = _split(config, examples)
-    session = _open_session(config, examples, lm, judge_lm, store, retriever, progress)
-    config = _session_settings(session, out)
-    opt = config.optimizer_settings(embedded=session.model.embedded)
-    teacher_lm = teacher_lm or config.make_teacher()
+    session = _open_session(config, examples, out, lm, judge_lm, store, retriever, progress)
+    plan = CompilePlan.of(session.settings, splits, test, embedded=session.model.embedded)
+    teacher_lm = teacher_lm or plan.config.make_teacher()
     provenance = session.provenance(examples)
-    study, sampler_seed = _open_the_study(config, storage_url, space, provenance, opt)
-    new_trials = max(0, config.trials - count_active(study))
-    estimate = _announce(config, study, storage_url, space, splits, test, opt, new_trials, say)
-    record = _study_record(
-        config,
-        storage_url,
-        space,
-        provenance,
-        teacher_lm,
-        sampler_seed,
-        splits,
-        test,
-        opt,
-        estimate,
-    )
-    if not config.workers_only:
+    study = _open_the_study(plan, provenance)
+    new_trials = max(0, plan.config.trials - count_active(study))
+    estimate = _announce(plan, study, new_trials, say)
+    record = _study_record(plan, provenance, teacher_lm, estimate)
+    if not plan.config.workers_only:
         atomic_write_json(out / "config.json", redact_settings(record))
 
     run = CompileRun(
-        config=config,
+        plan=plan,
         session=session,
         examples=examples,
-        splits=splits,
-        opt=opt,
-        rule=rule,
-        budget=CallBudget(config.max_lm_calls),
+        budget=CallBudget(plan.config.max_lm_calls),
         sink=RunFolder(out / "dev_runs"),
         say=say,
         bars=progress is not None,
         teacher_lm=teacher_lm,
     )
-    final, stopped = _run_trials(run, study, _objective(run, space), new_trials, record)
+    final, stopped = _run_trials(run, study, new_trials, record)
     if final is not None:
-        _record_final(run, study, record, final, storage_url)
+        _record_final(run, study, record, final)
     return CompileResult(
         out=out,
-        study_name=config.study_name,
-        storage=redact(storage_url),
+        study_name=plan.config.study_name,
+        storage=redact(plan.storage_url),
         complete_trials=len(complete_trials(study)),
         lm_calls=run.budget.calls,
         chosen=final.chosen if final else None,
         test=final.test if final else None,
         stopped=final.stopped if final else stopped,
         command=final.command if final else None,
-        config=config,
+        config=plan.config,
     )
 
 
@@ -239,75 +220,75 @@ def _split(config: CompileConfig, examples: list[dspy.Example] | None):
     return examples, splits, test
 
 
-def _open_session(config, examples, lm, judge_lm, store, retriever, progress) -> Session:
-    """The LMs, judge, corpus and retriever of the study (those not injected built)."""
-    return open_session(
+def _open_session(config, examples, out, lm, judge_lm, store, retriever, progress) -> Session:
+    """The articles, LMs, judge and retriever of the study (those not injected built), and
+    the run's settings resolved; warns when the judge is the model under test."""
+    articles = open_articles(
         config,
-        store_needed=True,
-        retriever_needed=True,
+        needed=True,
         needed_for="the MultiHop program and the study",
-        lm=lm,
-        judge_lm=judge_lm,
         store=store,
-        retriever=retriever,
         examples=examples,
         say=progress,
+        progress=progress is not None,
     )
-
-
-def _session_settings(session, out: Path) -> CompileConfig:
-    """The settings as the session resolved them (threads filled in), warning on self-judging."""
-    config = session.settings
-    config.out = str(out)
-    if config.threads is None:
-        config.threads = session.model.default_threads
+    session = open_session(
+        config,
+        articles=articles,
+        retriever_needed=True,
+        lm=lm,
+        judge_lm=judge_lm,
+        retriever=retriever,
+        out=str(out),
+    )
     if session.self_judging:
         logger.warning(
             "SELF-JUDGING: the autorater's LM judge is the model under test, which tends to "
             "inflate trial scores; pass --judge-model for numbers to compare"
         )
-    return config
+    return session
 
 
-def _open_the_study(config: CompileConfig, storage_url: str, space, provenance: dict, opt):
-    """The Optuna study (created, or resumed if its settings match) and its sampler's seed."""
+def _open_the_study(plan: CompilePlan, provenance: dict):
+    """The Optuna study (created, or resumed if its settings match)."""
+    config = plan.config
     # Stored with the study (and compared when it resumes) without credentials.
     settings = redact_settings({key: getattr(config, key) for key in STUDY_KEYS})
     settings.update(
         dataset_sha256=provenance["dataset_sha256"],
         corpus_sha256=provenance["corpus_sha256"],
-        space=space.as_dict(),
-        trial_optimizer=opt.name if config.optimize_in_trials else None,
+        space=plan.space.as_dict(),
+        trial_optimizer=plan.opt.name if config.optimize_in_trials else None,
     )
-    sampler_seed = config.seed + (os.getpid() if config.workers_only else 0)
     study = open_study(
-        storage_url,
+        plan.storage_url,
         config.study_name,
         settings=settings,
-        sampler=make_sampler(config.sampler, sampler_seed, config.trials),
+        sampler=make_sampler(config.sampler, plan.sampler_seed, config.trials),
         metric=config.objective,
         defaults=declared_defaults(CompileConfig),
     )
     reap_dead_local_trials(study)
-    return study, sampler_seed
+    return study
 
 
-def _announce(config, study, storage_url, space, splits, test, opt, new_trials, say):
+def _announce(plan: CompilePlan, study, new_trials: int, say) -> CostEstimate:
     """Estimate the study's cost and say it, with the trials to run and the splits."""
+    config, splits, test = plan.config, plan.splits, plan.test
     estimate = estimate_cost(
-        space=space,
+        space=plan.space,
         trials=new_trials,
         n_train=len(splits.train),
         n_dev=len(splits.dev),
         n_test=len(test),
         context_tokens=config.context_tokens,
-        optimizer=opt,
+        optimizer=plan.opt,
         optimize_in_trials=config.optimize_in_trials,
         include_question=config.include_question,
         final=not config.workers_only,
     )
     say(
-        f"study {config.study_name!r} in {redact(storage_url)}: "
+        f"study {config.study_name!r} in {redact(plan.storage_url)}: "
         f"{count_active(study)} trial(s) so far, {new_trials} to run (target --trials "
         f"{config.trials}); splits train {len(splits.train)} / dev {len(splits.dev)} / test "
         f"{len(test)} of {len(splits.test)}; context budget {config.context_tokens} tokens"
@@ -317,34 +298,40 @@ def _announce(config, study, storage_url, space, splits, test, opt, new_trials, 
     return estimate
 
 
+def _settings_record(plan: CompilePlan) -> dict[str, Any]:
+    """The settings as ``config.json`` records them: every field, the storage redacted."""
+    return {**asdict(plan.config), "storage": redact(plan.storage_url)}
+
+
 def _study_record(
-    config, storage_url, space, provenance, teacher_lm, sampler_seed, splits, test, opt, estimate
+    plan: CompilePlan, provenance: dict, teacher_lm, estimate: CostEstimate
 ) -> dict[str, Any]:
     """``config.json`` as the study starts: settings, models, seeds, splits, the estimate."""
+    config, splits = plan.config, plan.splits
     return {
         "status": "running",
         "record_schema": SCHEMA_VERSION,  # of dev_runs/predictions.jsonl
-        "settings": {**asdict(config), "storage": redact(storage_url)},
-        "storage": redact(storage_url),
+        "settings": _settings_record(plan),
+        "storage": redact(plan.storage_url),
         "study_name": config.study_name,
-        "search_space": space.as_dict(),
+        "search_space": plan.space.as_dict(),
         "models": {
             "program": provenance["lm_model"],
             "judge": provenance["judge_model"],
             "teacher": getattr(teacher_lm, "model", None),
         },
-        "seeds": {"split": config.seed, "sampler": sampler_seed, "optimizer": config.seed},
+        "seeds": {"split": config.seed, "sampler": plan.sampler_seed, "optimizer": config.seed},
         "splits": {
             "train": len(splits.train),
             "dev": len(splits.dev),
             "test": len(splits.test),
-            "test_scored": len(test),
+            "test_scored": len(plan.test),
             "test_limit": config.test_limit,
             "train_ids": [ex.id for ex in splits.train],
             "dev_ids": [ex.id for ex in splits.dev],
         },
         **{k: v for k, v in provenance.items() if not k.endswith("_model")},  # hashes, versions
-        "optimizer": asdict(opt),
+        "optimizer": asdict(plan.opt),
         "estimate": {
             "lm_calls": round(estimate.calls),
             "tokens": round(estimate.tokens),
@@ -353,11 +340,11 @@ def _study_record(
     }
 
 
-def _objective(run: CompileRun, space) -> Objective:
+def _objective(run: CompileRun) -> Objective:
     """The Optuna objective: a trial's program scored on the dev split."""
-    config, session, splits = run.config, run.session, run.splits
+    config, session, splits = run.plan.config, run.session, run.plan.splits
     return Objective(
-        space=space,
+        space=run.plan.space,
         dev=splits.dev,
         train=splits.train,
         lm=session.lm,
@@ -376,13 +363,13 @@ def _objective(run: CompileRun, space) -> Objective:
     )
 
 
-def _run_trials(run: CompileRun, study, objective: Objective, new_trials: int, record: dict):
+def _run_trials(run: CompileRun, study, new_trials: int, record: dict):
     """The trials, then (the main command) the final stage; returns it and why trials stopped.
 
     Every LM call is metered against the call budget; with no complete trial to pick from,
     ``config.json`` says so before :class:`NoCompleteTrials` propagates.
     """
-    config, session, budget, teacher_lm = run.config, run.session, run.budget, run.teacher_lm
+    config, session, budget, teacher_lm = run.plan.config, run.session, run.budget, run.teacher_lm
 
     def after_trial(study: optuna.Study, trial: FrozenTrial) -> None:
         run.say(trial_line(trial))
@@ -398,7 +385,7 @@ def _run_trials(run: CompileRun, study, objective: Objective, new_trials: int, r
     ):
         if new_trials > 0:
             study.optimize(
-                objective,
+                _objective(run),
                 timeout=config.timeout,
                 callbacks=[after_trial],
                 catch=(SurplusTrial,),
@@ -417,13 +404,13 @@ def _run_trials(run: CompileRun, study, objective: Objective, new_trials: int, r
             raise
 
 
-def _record_final(run: CompileRun, study, record: dict, final, storage_url: str) -> None:
+def _record_final(run: CompileRun, study, record: dict, final) -> None:
     """``config.json`` completed with the pick, the test score and the reproduce command."""
-    config = run.config
+    config = run.plan.config
     record.update(
         status="stopped" if final.stopped else "done",
         stopped=final.stopped,
-        settings={**asdict(config), "storage": redact(storage_url)},
+        settings=_settings_record(run.plan),
         chosen=final.chosen,
         study=final.study,
         test=final.test,

@@ -1,18 +1,20 @@
-"""The settings of ``python -m optimize.compile`` and what a run of it returns."""
+"""The settings of ``python -m optimize.compile``, its plan, and what a run of it returns."""
 
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import dspy
 
-from frames_dspy.base.settings import resume_keys, setting, settings_markdown
-from frames_dspy.lm import API_THREADS, THREADS_DEFAULT, default_threads, make_lm
-from frames_dspy.run.session import ModelDataSettings
+from frames_dspy.base.settings import resume_keys, setting
+from frames_dspy.data.questions import Splits
+from frames_dspy.lm import make_lm
+from frames_dspy.run.settings import RunSettings
 from optimize.optimizers import OPTIMIZER_HELP, OPTIMIZERS, OptimizerSettings
-from optimize.pareto import parse_pick
+from optimize.pareto import PickRule, parse_pick
 from optimize.study import OBJECTIVES, PAPER_PROMPTS, PROMPTS, SearchSpace
 
 __all__ = [
@@ -20,6 +22,7 @@ __all__ = [
     "SAMPLERS",
     "STUDY_KEYS",
     "CompileConfig",
+    "CompilePlan",
     "CompileResult",
     "NoCompleteTrials",
 ]
@@ -68,8 +71,8 @@ _SPLITS = "splits (the same seeded split as frames_dspy.evaluate)"
 _SEARCH, _PROMPTS, _RUN = "search", "prompt optimisation", "storage, workers and limits"
 
 
-@dataclass
-class CompileConfig(ModelDataSettings):
+@dataclass(frozen=True)
+class CompileConfig(RunSettings):
     """Every knob of an ``optimize.compile`` run (written to the output's ``config.json``).
 
     Attributes:
@@ -105,15 +108,15 @@ class CompileConfig(ModelDataSettings):
         storage: Optuna RDB URL; None means ``sqlite:///OUT/study.db``.
         study_name: Name of the study in the storage.
         workers_only: Run trials only (no pick, compile or test): for extra workers.
-        max_lm_calls: Stop cleanly once this process has made this many LM calls.
-        context_tokens: Article budget of the answer prompt; None derives it from the model.
-        include_question, cot: MultiHop options fixed for the whole study
-            (``search_question_query`` makes the study try the question as a query both ways).
+        out: Output folder; None means ``runs/opt-<timestamp>``.
         found_tokens, lead_chars: Choices the study tries for the query writer's view of the
             articles found so far: its token budget, and the characters of each lead.
-        threads: Questions scored in parallel; None chooses by the program model when the
-            run starts (``ModelSpec.default_threads``: 1 embedded, 8 API).
-        out: Output folder; None means ``runs/opt-<timestamp>``.
+
+    Declared with evaluate's (:mod:`frames_dspy.run.settings`): ``include_question`` and
+    ``cot`` (fixed for the whole study; ``search_question_query`` makes the study try the
+    question as a query both ways) and ``max_lm_calls`` in ``RunSettings``; ``threads`` and
+    ``context_tokens`` (None: chosen by the model when the run starts) in
+    ``ModelDataSettings``.
     """
 
     train: int = setting(
@@ -367,40 +370,6 @@ class CompileConfig(ModelDataSettings):
         "(a worker seeds its sampler with --seed plus its pid: such a study is not re-run "
         "trial for trial)",
     )
-    max_lm_calls: int | None = setting(
-        None,
-        kind="positive_int",
-        group=_RUN,
-        entries=_COMPILE,
-        help="stop cleanly after this many LM calls in this process (program, judge and "
-        "optimizer calls, cached ones included); finished trials are kept",
-    )
-    include_question: bool = setting(
-        True,
-        flag="--no-question-query",
-        kind="no_flag",
-        group=_SEARCH,
-        entries=_COMPILE,
-        help="do not use the question itself as one of each round's queries",
-        resume=("compile",),
-    )
-    cot: bool = setting(
-        False,
-        kind="flag",
-        group=_SEARCH,
-        entries=_COMPILE,
-        help="answer with chain of thought",
-        resume=("compile",),
-    )
-    threads: int | None = setting(
-        None,
-        kind="positive_int",
-        group=_RUN,
-        entries=_COMPILE,
-        default_text=f"`1` embedded, `{API_THREADS}` API",
-        help=f"questions scored in parallel (default: {THREADS_DEFAULT}); config.json records "
-        "the number used",
-    )
     out: str | None = setting(
         None,
         group=_RUN,
@@ -471,6 +440,7 @@ class CompileConfig(ModelDataSettings):
             if not ok:
                 raise ValueError(message)
         parse_pick(self.pick)
+        self.search_space()  # a bad range fails here, before any model or corpus loads
         self.optimizer_settings(embedded=False)
 
     def search_space(self) -> SearchSpace:
@@ -502,8 +472,9 @@ class CompileConfig(ModelDataSettings):
         )
 
     def optimizer_settings(self, *, embedded: bool) -> OptimizerSettings:
-        """The optimizer's settings; ``embedded`` says whether the program model runs in
-        this process (then ``instructions_only`` defaults to True)."""
+        """The optimizer's settings (of resolved settings: ``threads`` set); ``embedded`` says
+        whether the program model runs on this machine (then ``instructions_only`` defaults
+        to True)."""
         instructions_only = self.instructions_only
         if instructions_only is None:
             # A small local window has no room for demos cut from whole articles.
@@ -514,7 +485,7 @@ class CompileConfig(ModelDataSettings):
             demo_chars=self.demo_chars,
             instructions_only=instructions_only,
             candidates=self.optimizer_candidates,
-            threads=self.threads or default_threads(embedded=embedded),
+            threads=self.threads,
             seed=self.seed,
             # Lift is recall minus a reference the optimizer cannot change: it optimises recall.
             objective="recall" if self.objective == "lift" else self.objective,
@@ -525,6 +496,49 @@ class CompileConfig(ModelDataSettings):
 #: Settings that change what a trial's numbers mean: a study resumes only when they match
 #: (declared with ``resume``).
 STUDY_KEYS = resume_keys(CompileConfig, "compile")
+
+
+@dataclass(frozen=True)
+class CompilePlan:
+    """What a compile run works on, fixed before its first trial.
+
+    Attributes:
+        config: The run's resolved settings (``Session.settings``).
+        storage_url: The study's storage (``--storage``, or ``OUT/study.db``).
+        space: The search space the settings describe.
+        splits: The seeded train/dev/test split.
+        test: The test questions scored at the end (the first ``--test-limit``).
+        opt: The prompt optimizer's settings.
+        rule: The pick rule.
+        sampler_seed: The sampler's seed (``--seed``, plus the pid in an extra worker).
+    """
+
+    config: CompileConfig
+    storage_url: str
+    space: SearchSpace
+    splits: Splits
+    test: list[dspy.Example]
+    opt: OptimizerSettings
+    rule: PickRule
+    sampler_seed: int
+
+    @classmethod
+    def of(
+        cls, settings: CompileConfig, splits: Splits, test: list[dspy.Example], *, embedded: bool
+    ) -> CompilePlan:
+        """The plan of resolved ``settings``; ``embedded``: the program model runs here."""
+        out = Path(settings.out)
+        return cls(
+            config=settings,
+            storage_url=settings.storage or f"sqlite:///{(out / 'study.db').resolve()}",
+            space=settings.search_space(),
+            splits=splits,
+            test=test,
+            opt=settings.optimizer_settings(embedded=embedded),
+            rule=parse_pick(settings.pick),
+            # Extra workers add their pid so they do not propose the same points.
+            sampler_seed=settings.seed + (os.getpid() if settings.workers_only else 0),
+        )
 
 
 @dataclass
@@ -541,29 +555,3 @@ class CompileResult:
     stopped: str | None = None
     command: str | None = None
     config: CompileConfig | None = None
-
-
-def settings_doc() -> str:
-    """``docs/settings.md``: every option of the command lines, from the declarations
-    (``python -m optimize.config > docs/settings.md`` rewrites it)."""
-    from frames_dspy.results.comparison import CompareConfig
-    from frames_dspy.run.evaluation import EvalConfig
-
-    parts = [
-        "# Settings\n",
-        "Generated from the declarations (`frames_dspy.base.settings`): do not edit by hand; run "
-        "`python -m optimize.config > docs/settings.md`. Each row is one setting, declared "
-        "once with its type, default and help; `config.json` records every one of them.\n",
-        "## python -m frames_dspy.evaluate\n",
-        settings_markdown(EvalConfig, "evaluate"),
-        "## python -m optimize.compile\n",
-        settings_markdown(CompileConfig, "compile"),
-        "## python -m frames_dspy.compare\n",
-        "`python -m frames_dspy.report html RUN RUN_B` takes the same options but `--seed`.\n",
-        settings_markdown(CompareConfig, "compare"),
-    ]
-    return "\n".join(parts)
-
-
-if __name__ == "__main__":
-    print(settings_doc(), end="")

@@ -1,9 +1,11 @@
 """The end of ``optimize.compile``: pick from the Pareto front, compile, save, test once.
 
-:class:`CompileRun` holds what the study and the final stage share (the session, the splits,
-the call budget, the dev-run sink); :func:`final_stage` picks a configuration from the front,
-optionally optimises its prompts on train (kept only if dev accuracy does not drop), saves
-``program.json`` and scores it once on the test split through ``frames_dspy.evaluate``.
+:class:`CompileRun` holds what the study and the final stage share (the plan, the session, the
+call budget, the dev-run sink); :func:`final_stage` reads as its steps: pick a configuration
+from the front, optionally optimise its prompts on train (kept only if dev accuracy does not
+drop), weigh its LM-written queries, save ``program.json`` and score it once on the test split
+through ``frames_dspy.evaluate``. The steps share one :class:`FinalState` (why the run
+stopped, LM calls per phase, what compiling did) instead of threading those through.
 """
 
 from __future__ import annotations
@@ -14,7 +16,7 @@ import logging
 import shlex
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from datetime import datetime
 from pathlib import Path
 from typing import Any
@@ -26,7 +28,6 @@ from optuna.trial import FrozenTrial, TrialState
 from frames_dspy.base.files import atomic_write_json, sha256_file
 from frames_dspy.base.redaction import redact_text
 from frames_dspy.base.settings import command_args
-from frames_dspy.data.questions import Splits
 from frames_dspy.lm.accounting import CallBudget
 from frames_dspy.programs import build_program, lm_queries_per_round, no_lm_recalls, save_program
 from frames_dspy.results.records import QuestionRecord
@@ -34,7 +35,7 @@ from frames_dspy.results.run_folder import RunFolder
 from frames_dspy.results.stats import paired_bootstrap_ci
 from frames_dspy.run.evaluation import EvalConfig, run_evaluation
 from frames_dspy.run.session import Session
-from optimize.config import CompileConfig, NoCompleteTrials
+from optimize.config import CompileConfig, CompilePlan, NoCompleteTrials
 from optimize.lm_share import (
     dev_lm_share,
     dev_share_check,
@@ -44,9 +45,8 @@ from optimize.lm_share import (
     lm_verdict,
     test_lm_share,
 )
-from optimize.optimizers import OptimizerSettings, compile_program
+from optimize.optimizers import compile_program
 from optimize.pareto import (
-    PickRule,
     complete_trials,
     pareto_front,
     pareto_markdown,
@@ -61,6 +61,7 @@ logger = logging.getLogger(__name__)
 __all__ = [
     "CompileRun",
     "FinalStage",
+    "FinalState",
     "final_stage",
     "trial_line",
     "final_test_config",
@@ -74,10 +75,10 @@ class CompileRun:
     """What the study and the final stage of one ``optimize.compile`` run share.
 
     Attributes:
-        config: The settings, filled in (budget, judge overlap, corpus paths, out).
+        plan: The resolved settings, the splits, the search space, the optimizer and the pick
+            rule (:class:`~optimize.config.CompilePlan`).
         session: Program LM, judge, autorater, store and retriever.
-        examples, splits: All questions and the seeded split.
-        opt, rule: The prompt optimizer's settings and the pick rule.
+        examples: All questions.
         budget: The process-wide LM call budget.
         sink: The run folder of every dev question (``dev_runs/``).
         say: Where progress lines go.
@@ -85,12 +86,9 @@ class CompileRun:
         teacher_lm: The ``--teacher-model`` LM, or None.
     """
 
-    config: CompileConfig
+    plan: CompilePlan
     session: Session
     examples: list[dspy.Example]
-    splits: Splits
-    opt: OptimizerSettings
-    rule: PickRule
     budget: CallBudget
     sink: RunFolder
     say: Callable[[str], None]
@@ -98,16 +96,19 @@ class CompileRun:
     teacher_lm: dspy.BaseLM | None = None
 
     def compile(self, program: dspy.Module, trainset: Sequence[dspy.Example]) -> dspy.Module:
-        """Optimise ``program``'s prompts on ``trainset`` with the configured optimizer."""
+        """Optimise ``program``'s prompts on ``trainset`` with the configured optimizer
+        (prompts written by the teacher, else by the judge's LM)."""
+        session, teacher = self.session, self.teacher_lm
+        prompt_lm = teacher or session.judge_lm
         return compile_program(
             program,
             trainset,
-            settings=self.opt,
-            autorater=self.session.autorater,
-            lm=self.session.lm,
-            prompt_lm=self.teacher_lm or self.session.judge_lm,
-            teacher_lm=self.teacher_lm,
-            store=self.session.store,
+            settings=self.plan.opt,
+            autorater=session.autorater,
+            lm=session.lm,
+            prompt_lm=prompt_lm,
+            teacher_lm=teacher,
+            store=session.store,
         )
 
     def score(self, program: dspy.Module, examples: Sequence[dspy.Example], *, label: str):
@@ -116,7 +117,7 @@ class CompileRun:
         For the recall and lift objectives only the retrieval half runs (no answer or judge
         call).
         """
-        if self.config.objective in RETRIEVAL_OBJECTIVES:
+        if self.plan.config.objective in RETRIEVAL_OBJECTIVES:
             program = copy.copy(program)
             program.answer_step = False
         return score_program(
@@ -127,7 +128,7 @@ class CompileRun:
             store=self.session.store,
             label=label,
             budget=self.budget,
-            threads=self.config.threads,
+            threads=self.plan.config.threads,
             sink=self.sink,
         )
 
@@ -169,7 +170,8 @@ def trial_line(trial: FrozenTrial) -> str:
 
 
 def final_test_config(config: CompileConfig, program: Path, out: Path) -> EvalConfig:
-    """The evaluation that scores ``program`` once on the test split of ``config``'s split."""
+    """The evaluation that scores ``program`` once on the test split of ``config``'s split
+    (the model and data settings, ``threads`` among them, as the compile run resolved them)."""
     return EvalConfig(
         conditions=["program"],
         program=str(program),
@@ -178,7 +180,6 @@ def final_test_config(config: CompileConfig, program: Path, out: Path) -> EvalCo
         train=config.train,
         dev=config.dev,
         limit=config.test_limit,
-        threads=config.threads,
         out=str(out),
         seed=config.seed,
         retrieval_only=config.objective in RETRIEVAL_OBJECTIVES,
@@ -291,6 +292,36 @@ class FinalStage:
     study: dict[str, Any]
 
 
+@dataclass
+class FinalState:
+    """What the final stage's steps share as they go, each adding its part.
+
+    Attributes:
+        stopped: Why the run stopped early (the study's reason, or the call budget), or None;
+            the first reason stands.
+        phases: LM calls per phase so far (study, the optimizer, test).
+        compiled: What compiling the pick did (the optimizer, its demos, kept or discarded
+            and why), as ``program.json`` and ``config.json`` carry it.
+    """
+
+    stopped: str | None
+    phases: dict[str, int]
+    compiled: dict[str, Any] = field(default_factory=dict)
+
+    def stop(self, reason: str) -> None:
+        """Record why the run stops early, unless an earlier reason already stands."""
+        self.stopped = self.stopped or reason
+
+
+@dataclass(frozen=True)
+class Pick:
+    """The study's complete trials, its Pareto front and the trial picked from it."""
+
+    trials: list[FrozenTrial]
+    front: list[FrozenTrial]
+    chosen: FrozenTrial
+
+
 def final_stage(run: CompileRun, study: optuna.Study, *, stopped: str | None) -> FinalStage:
     """Pick a trial from the Pareto front, optionally compile its prompts, save and test it.
 
@@ -301,39 +332,38 @@ def final_stage(run: CompileRun, study: optuna.Study, *, stopped: str | None) ->
     Raises:
         NoCompleteTrials: the study holds no complete trial.
     """
-    phases = {"study": run.budget.calls}
-    trials, front, chosen = _pick_from_front(run, study, stopped)
-    program, compiled_info, stopped = _compile_chosen(run, chosen, phases, stopped)
-    program, lm_program, weighed = _weigh_lm_queries(run, program, chosen, compiled_info)
-    chosen_info, program_path = _save_chosen(
-        run, program, chosen, front, compiled_info, lm_program=lm_program, weighed=weighed
-    )
-    command = reproduce_command(run.config, Path(run.config.out))
-    test, stopped = _score_on_test(run, program_path, command, phases, stopped)
+    state = FinalState(stopped=stopped, phases={"study": run.budget.calls})
+    pick = _pick_from_front(run, study, state)
+    program = _compile_chosen(run, pick.chosen, state)
+    program, lm_program, weighed = _weigh_lm_queries(run, program, pick.chosen, state)
+    chosen_info, program_path = _save_chosen(run, pick, state, program, lm_program, weighed)
+    config = run.plan.config
+    command = reproduce_command(config, Path(config.out))
+    test = _score_on_test(run, program_path, command, state)
     return FinalStage(
         chosen=chosen_info,
         command=command,
         test=test,
-        stopped=stopped,
-        phases=phases,
+        stopped=state.stopped,
+        phases=state.phases,
         study={
-            "complete_trials": len(trials),
+            "complete_trials": len(pick.trials),
             "all_trials": len(study.trials),
-            "pareto_trials": [t.number for t in front],
+            "pareto_trials": [t.number for t in pick.front],
         },
     )
 
 
-def _pick_from_front(run: CompileRun, study: optuna.Study, stopped: str | None):
+def _pick_from_front(run: CompileRun, study: optuna.Study, state: FinalState) -> Pick:
     """``trials.csv``, the Pareto front, the pick, ``pareto.md`` and the plot."""
-    config, rule, say = run.config, run.rule, run.say
+    config, rule, say = run.plan.config, run.plan.rule, run.say
     out = Path(config.out)
     trials_frame(study).to_csv(out / "trials.csv", index=False)
     trials = complete_trials(study)
     if not trials:
         raise NoCompleteTrials(
             f"study {config.study_name!r} holds no complete trial"
-            + (f" ({stopped})" if stopped else "")
+            + (f" ({state.stopped})" if state.stopped else "")
             + "; nothing to pick. Rerun with a larger --max-lm-calls/--timeout to add trials"
         )
     front = pareto_front(study)
@@ -353,12 +383,12 @@ def _pick_from_front(run: CompileRun, study: optuna.Study, stopped: str | None):
     )
     say(f"Pareto front: {len(front)} of {len(trials)} complete trials (see pareto.md)")
     say(f"chosen ({rule}): {trial_line(chosen)}")
-    return trials, front, chosen
+    return Pick(trials=trials, front=front, chosen=chosen)
 
 
-def _compile_chosen(run: CompileRun, chosen, phases: dict, stopped: str | None):
+def _compile_chosen(run: CompileRun, chosen: FrozenTrial, state: FinalState) -> dspy.Module:
     """The chosen trial's program, its prompts compiled (from the trial, or now) if asked."""
-    config, opt, budget = run.config, run.opt, run.budget
+    config, opt, budget = run.plan.config, run.plan.opt, run.budget
     spec = trial_spec(
         chosen.params,
         include_question=config.include_question,
@@ -366,20 +396,20 @@ def _compile_chosen(run: CompileRun, chosen, phases: dict, stopped: str | None):
         context_tokens=config.context_tokens,
     )
     program = build_program(spec, retriever=run.session.retriever, store=run.session.store)
-    compiled_info: dict[str, Any] = {"optimizer": opt.name, "demos_per_predictor": opt.demos}
+    state.compiled.update(optimizer=opt.name, demos_per_predictor=opt.demos)
     if "program_state" in chosen.user_attrs:
         program.load_state(json.loads(chosen.user_attrs["program_state"]))
-        compiled_info["compiled"] = "inside the trial"
+        state.compiled["compiled"] = "inside the trial"
     elif opt.name != "none" and not lm_queries_per_round(spec):
-        compiled_info["compiled"] = "skipped: the program sends no LM query"
+        state.compiled["compiled"] = "skipped: the program sends no LM query"
     elif opt.name != "none":
         if budget.exhausted:
-            compiled_info["compiled"] = "skipped: --max-lm-calls reached"
-            stopped = stopped or f"--max-lm-calls {config.max_lm_calls} reached"
+            state.compiled["compiled"] = "skipped: --max-lm-calls reached"
+            state.stop(f"--max-lm-calls {config.max_lm_calls} reached")
         else:
-            program, stopped = _compile_and_check(run, program, chosen, compiled_info, stopped)
-            phases[opt.name] = budget.calls - phases["study"]
-    return program, compiled_info, stopped
+            program = _compile_and_check(run, program, chosen, state)
+            state.phases[opt.name] = budget.calls - state.phases["study"]
+    return program
 
 
 def _trial_label(chosen: FrozenTrial) -> str:
@@ -387,9 +417,10 @@ def _trial_label(chosen: FrozenTrial) -> str:
     return f"trial-{chosen.user_attrs.get('duplicate_of', chosen.number)}"
 
 
-def _compile_and_check(run: CompileRun, program, chosen, compiled_info: dict, stopped):
+def _compile_and_check(run: CompileRun, program, chosen: FrozenTrial, state: FinalState):
     """Compile on train, re-score on dev, keep the compiled program unless it is lower."""
-    config, opt, splits, say = run.config, run.opt, run.splits, run.say
+    config, opt, splits, say = run.plan.config, run.plan.opt, run.plan.splits, run.say
+    compiled_info = state.compiled
     metric = config.objective
     say(f"compiling the chosen program with {opt.name} on {len(splits.train)} train questions ...")
     started = time.perf_counter()
@@ -433,15 +464,15 @@ def _compile_and_check(run: CompileRun, program, chosen, compiled_info: dict, st
         compiled_info["compiled"] = f"discarded (lower dev {metric}: {how})"
     else:
         compiled_info["compiled"] = "discarded (--max-lm-calls reached while re-scoring)"
-        stopped = stopped or f"--max-lm-calls {config.max_lm_calls} reached"
+        state.stop(f"--max-lm-calls {config.max_lm_calls} reached")
     say(
         f"{opt.name}: dev {metric} {chosen.values[0]:.3f} -> "
         f"{score.value(metric):.3f} ({compiled_info['compiled']})"
     )
-    return program, stopped
+    return program
 
 
-def _weigh_lm_queries(run: CompileRun, program, chosen, compiled_info: dict):
+def _weigh_lm_queries(run: CompileRun, program, chosen: FrozenTrial, state: FinalState):
     """``--lm-queries``: with a recall or lift objective, the pick's LM share on dev (its
     recall minus its no-LM parts alone, paired by question; BM25 only, no LM call). Under
     ``if-shown`` a share whose 95% interval is not above 0 hands over the no-LM parts alone
@@ -450,10 +481,10 @@ def _weigh_lm_queries(run: CompileRun, program, chosen, compiled_info: dict):
     Returns the program to save as ``program.json``, the LM program (or None) and what was
     weighed (None when the rule does not apply).
     """
-    config = run.config
+    config = run.plan.config
     if config.objective not in RETRIEVAL_OBJECTIVES or not lm_queries_per_round(program.spec):
         return program, None, None
-    label = compiled_info.get("dev_records") or _trial_label(chosen)
+    label = state.compiled.get("dev_records") or _trial_label(chosen)
     records = list({r.id: r for r in run.sink.records() if r.condition == label}.values())
     check = dev_share_check(records, no_lm_recalls(program, records))
     kept = config.lm_queries == "always" or not check or lm_shown(check)
@@ -465,12 +496,10 @@ def _weigh_lm_queries(run: CompileRun, program, chosen, compiled_info: dict):
     return alone, program, weighed
 
 
-def _save_chosen(
-    run: CompileRun, program, chosen, front, compiled_info: dict, *, lm_program, weighed
-):
+def _save_chosen(run: CompileRun, pick: Pick, state: FinalState, program, lm_program, weighed):
     """``program.json`` (and ``program-lm.json`` when ``--lm-queries`` left the LM out),
     carrying how it was chosen and compiled; returns that and its path."""
-    config = run.config
+    config, chosen = run.plan.config, pick.chosen
     chosen_info = {
         "trial": chosen.number,
         **chosen.params,
@@ -481,9 +510,9 @@ def _save_chosen(
         "dev_recall": chosen.user_attrs.get("recall"),
         "dev_tokens_per_q": chosen.values[1],
         "dev_lm_calls_per_q": chosen.user_attrs.get("lm_calls_per_q"),
-        "pick": str(run.rule),
-        "pareto_size": len(front),
-        "compile": compiled_info,
+        "pick": str(run.plan.rule),
+        "pareto_size": len(pick.front),
+        "compile": state.compiled,
         **dev_lm_share(chosen, (lm_program or program).spec),
         "lm_queries": weighed,
     }
@@ -508,23 +537,22 @@ def _save_chosen(
     return chosen_info, program_path
 
 
-def _score_on_test(run: CompileRun, program_path: Path, command, phases: dict, stopped):
+def _score_on_test(
+    run: CompileRun, program_path: Path, command: str, state: FinalState
+) -> dict[str, Any] | None:
     """The saved program scored once on the test split (unless the budget ran out)."""
-    config, budget, say, splits = run.config, run.budget, run.say, run.splits
+    config, budget, say, splits = run.plan.config, run.budget, run.say, run.plan.splits
     out = Path(config.out)
     if budget.exhausted:
-        stopped = stopped or f"--max-lm-calls {config.max_lm_calls} reached"
+        state.stop(f"--max-lm-calls {config.max_lm_calls} reached")
         say(
-            f"{stopped}: the test split was not scored; rerun the same command with a "
+            f"{state.stopped}: the test split was not scored; rerun the same command with a "
             "larger --max-lm-calls to finish"
         )
-        return None, stopped
+        return None
     test_dir = out / "test_run"
     _prepare_test_dir(test_dir, sha256_file(program_path))
-    say(
-        f"scoring the chosen program once on {len(splits.test[: config.test_limit])} test "
-        "questions ..."
-    )
+    say(f"scoring the chosen program once on {len(run.plan.test)} test questions ...")
     eval_config = final_test_config(config, program_path, test_dir)
     summary = run_evaluation(
         eval_config,
@@ -550,8 +578,8 @@ def _score_on_test(run: CompileRun, program_path: Path, command, phases: dict, s
     }
     say(held_out_verdict(test))
     atomic_write_json(out / "test_score.json", test)
-    phases["test"] = budget.calls - sum(phases.values())
-    return test, stopped
+    state.phases["test"] = budget.calls - sum(state.phases.values())
+    return test
 
 
 #: The figures of the test run's summary that ``test_score.json`` carries, in its order.

@@ -14,7 +14,7 @@ from frames_dspy.data.corpus import CorpusError, default_aliases, load_corpus
 from frames_dspy.data.download import DownloadError
 from frames_dspy.data.questions import DatasetError, load_frames, summarize
 from frames_dspy.data.snapshot import is_snapshot, parse_snapshot
-from frames_dspy.run.session import ModelDataSettings
+from frames_dspy.run.settings import ModelDataSettings
 
 
 def _print_summary(summary: dict) -> None:

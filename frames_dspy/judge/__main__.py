@@ -25,19 +25,21 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from frames_dspy.base import paths
+from frames_dspy.base.settings import options
 from frames_dspy.cli import (
     CommandParser,
     add_output_arguments,
-    positive_float,
-    positive_int,
+    add_settings,
+    option_group,
     start_command,
 )
 from frames_dspy.judge.labels import SPLIT_SEED, SPLITS, LabelError, load_labels, select_split
 from frames_dspy.judge.protocols import DEFAULT_PROTOCOL, JUDGE_PROTOCOLS
 from frames_dspy.judge.validate import ItemResult, render, render_side_by_side, validate
-from frames_dspy.lm import THREADS_DEFAULT, LMSetupError, parse_spec
-from frames_dspy.lm.cache import CACHE_MODES, use_cache
-from frames_dspy.run.session import ModelDataSettings, make_judge
+from frames_dspy.lm import LMSetupError, parse_spec
+from frames_dspy.lm.cache import use_cache
+from frames_dspy.run.session import make_judge
+from frames_dspy.run.settings import ModelDataSettings
 
 
 def build_parser() -> CommandParser:
@@ -68,15 +70,9 @@ def build_parser() -> CommandParser:
         f"ever scored) or all; halves are cut by question with seed {SPLIT_SEED} "
         "(default %(default)s)",
     )
-    judge = check.add_argument_group("judge")
-    judge.add_argument(
-        "--judge-model",
-        default="local",
-        help="the autorater's LM: 'local' (embedded), 'local-1.5b', 'local:/path.gguf' or a "
-        "LiteLLM model string (default %(default)s)",
-    )
-    judge.add_argument("--judge-api-base", default=None, help="server for --judge-model")
-    judge.add_argument(
+    # The judge's model, server, timeout, cache and threads, declared once with evaluate's.
+    add_settings(check, ModelDataSettings, "validate", section="judge")
+    option_group(check, "judge").add_argument(
         "--judge-protocol",
         type=_protocols,
         default=[DEFAULT_PROTOCOL],
@@ -84,25 +80,6 @@ def build_parser() -> CommandParser:
         help=f"how the autorater uses its LM, one or several to compare: "
         f"{', '.join(JUDGE_PROTOCOLS)} (default {DEFAULT_PROTOCOL}; 'lm' is the paper's "
         "LM-only judge)",
-    )
-    judge.add_argument(
-        "--lm-timeout",
-        type=positive_float("--lm-timeout"),
-        default=None,
-        metavar="SECONDS",
-        help="seconds one judge call may take (default: the provider's)",
-    )
-    judge.add_argument(
-        "--cache",
-        choices=CACHE_MODES,
-        default="on",
-        help="DSPy's response cache for judge calls (default %(default)s)",
-    )
-    check.add_argument(
-        "--threads",
-        type=positive_int("--threads"),
-        default=None,
-        help=f"items judged at once (default: {THREADS_DEFAULT})",
     )
     check.add_argument(
         "--show",
@@ -127,13 +104,10 @@ def _protocols(text: str) -> list[str]:
 
 
 def _settings(args) -> ModelDataSettings:
-    # The judge is the only model: as the "program" model it is judged with itself, and
-    # make_judge gives it the judge's own limits (greedy, a short output).
+    # The judge is the only model: with no --judge-model it is the default model, judged
+    # with itself, and make_judge gives it the judge's own limits (greedy, a short output).
     return ModelDataSettings(
-        model=args.judge_model,
-        api_base=args.judge_api_base,
-        lm_timeout=args.lm_timeout,
-        cache=args.cache,
+        **{name: getattr(args, name) for name, _, _ in options(ModelDataSettings, "validate")}
     )
 
 
@@ -173,7 +147,8 @@ def main(argv: Sequence[str] | None = None) -> int:
                 )
 
         try:
-            threads = args.threads or parse_spec(args.judge_model).default_threads
+            judge_spec = parse_spec(settings.judge_model or settings.model)
+            threads = settings.threads or judge_spec.default_threads
             report = validate(items, autorater, threads=threads, on_result=progress)
         except LMSetupError as err:
             parser.exit(2, f"\n{parser.prog}: error: the judge cannot run: {err}\n")

@@ -10,9 +10,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from frames_dspy.base.settings import resume_keys, setting
-from frames_dspy.lm.specs import API_THREADS, THREADS_DEFAULT
 from frames_dspy.programs import CONDITIONS
-from frames_dspy.run.session import ModelDataSettings
+from frames_dspy.run.settings import RunSettings
 
 __all__ = ["EvalConfig", "RESUME_KEYS"]
 
@@ -20,8 +19,8 @@ _EVALUATE = ("evaluate",)
 _WHAT, _WHICH, _RUN = "what to run", "which questions", "run"
 
 
-@dataclass
-class EvalConfig(ModelDataSettings):
+@dataclass(frozen=True)
+class EvalConfig(RunSettings):
     """Every knob of an evaluation run (written to the run's ``config.json``).
 
     Attributes:
@@ -29,20 +28,19 @@ class EvalConfig(ModelDataSettings):
             for a saved program (``program`` names its file).
         split, train, dev, seed: Which questions: all, or one part of the seeded split.
         limit, ids: The first N selected questions, or these ids.
-        rounds, k, n_docs, include_question, question_docs, phrase_docs, cot: Multi-step
-            knobs (``cot`` for every condition).
+        rounds, k, n_docs, question_docs, phrase_docs: Multi-step knobs (with
+            ``include_question`` and ``cot``, for every condition, from
+            :class:`~frames_dspy.run.settings.RunSettings`).
         no_lm_parts: Also run each LM-writing program's no-LM parts alone (``NAME-no-lm``).
         retrieval_only: Run only the retrieval half of every program (no answer call, so no
             judge call: accuracy is not measured, recall and query tokens are). Recall
             cannot depend on the answer step, so this measures it at a fraction of the cost.
-        threads: Questions run at once; None chooses by the model when the run starts (1
-            for an embedded model, 8 for an API model or server: ``ModelSpec.default_threads``).
         out: The run folder; None means ``runs/<timestamp>``.
         max_failure_rate: Above this share of failed questions in a condition the command
             reports the run as failed (exit status 1); the records stay.
-        max_lm_calls, max_cost: Stop starting questions once this many LM calls (program and
-            judge, cached ones included) were made, or this many dollars spent (API models
-            LiteLLM can price); finished questions are kept and a rerun continues.
+        max_cost: Stop starting questions once this many dollars were spent (API models
+            LiteLLM can price; ``max_lm_calls`` bounds the calls); finished questions are kept
+            and a rerun continues.
     """
 
     conditions: list[str] = setting(
@@ -116,15 +114,6 @@ class EvalConfig(ModelDataSettings):
         help="articles per query per round (default %(default)s)",
         resume=("evaluate",),
     )
-    include_question: bool = setting(
-        True,
-        flag="--no-question-query",
-        kind="no_flag",
-        group=_WHAT,
-        entries=_EVALUATE,
-        help="do not use the question itself as one of each round's queries",
-        resume=("evaluate",),
-    )
     question_docs: int | None = setting(
         None,
         kind="positive_int",
@@ -142,14 +131,6 @@ class EvalConfig(ModelDataSettings):
         entries=_EVALUATE,
         help="articles the question's capitalised phrases bring per round, a no-LM query "
         "source beside the question and the LM (needs --question-docs; default: none)",
-        resume=("evaluate",),
-    )
-    cot: bool = setting(
-        False,
-        kind="flag",
-        group=_WHAT,
-        entries=_EVALUATE,
-        help="answer with chain of thought",
         resume=("evaluate",),
     )
     retrieval_only: bool = setting(
@@ -170,15 +151,6 @@ class EvalConfig(ModelDataSettings):
         "(condition NAME-no-lm): its no-LM parts alone (the question, its phrases) at the "
         "same article budget, no query call, so the table shows what the LM's queries add",
         resume=("evaluate",),
-    )
-    threads: int | None = setting(
-        None,
-        kind="positive_int",
-        group=_RUN,
-        entries=_EVALUATE,
-        default_text=f"`1` embedded, `{API_THREADS}` API",
-        help=f"questions in parallel (default: {THREADS_DEFAULT}); config.json records the "
-        "number used",
     )
     program: str | None = setting(
         None,
@@ -202,14 +174,6 @@ class EvalConfig(ModelDataSettings):
         entries=_EVALUATE,
         help="exit with status 1, loudly, when more than this share of a condition's "
         "questions failed (default %(default)s); the records stay",
-    )
-    max_lm_calls: int | None = setting(
-        None,
-        kind="positive_int",
-        group=_RUN,
-        entries=_EVALUATE,
-        help="start no question after this many LM calls (program and judge, cached ones "
-        "included); finished questions are kept, a rerun with the same --out continues",
     )
     max_cost: float | None = setting(
         None,

@@ -15,7 +15,7 @@ from __future__ import annotations
 import contextlib
 import logging
 from collections.abc import Callable
-from dataclasses import asdict, dataclass, replace
+from dataclasses import asdict, dataclass
 from datetime import datetime
 from pathlib import Path
 from typing import Any
@@ -26,6 +26,7 @@ from frames_dspy.base.files import sha256_file
 from frames_dspy.base.locks import lock_folder
 from frames_dspy.base.redaction import redact_settings
 from frames_dspy.base.settings import declared_defaults
+from frames_dspy.data.corpus import ArticleStore
 from frames_dspy.data.disk_store import DiskArticleStore
 from frames_dspy.data.questions import load_frames, split_frames, summarize
 from frames_dspy.lm.accounting import CallBudget, attached_callbacks
@@ -46,7 +47,7 @@ from frames_dspy.run.cost import Pricer, SpendMeter, estimate_lines, question_co
 from frames_dspy.run.eval_config import RESUME_KEYS, EvalConfig
 from frames_dspy.run.progress import RunProgress
 from frames_dspy.run.runner import Runner
-from frames_dspy.run.session import Session, load_store, open_session
+from frames_dspy.run.session import Session, open_articles, open_session
 from frames_dspy.run.tracking import log_evaluation
 
 logger = logging.getLogger(__name__)
@@ -134,23 +135,52 @@ def _check_resume(run: RunFolder, config: dict[str, Any]) -> None:
         )
 
 
-def _build(
-    label: str, spec: ProgramSpec, config: EvalConfig, session: Session, *, budget_given: bool
-) -> dspy.Module:
+def _build(label: str, spec: ProgramSpec, session: Session, *, budget_given: bool) -> dspy.Module:
+    settings = session.settings
     parts = {"retriever": session.retriever, "store": session.store}
     if label == "program":
         # The file's own budget stands unless --context-tokens was given.
-        override = session.context_tokens if budget_given or spec.context_tokens is None else None
-        program, spec, _ = load_program(config.program, context_tokens=override, **parts)
-        logger.info("loaded %s (%s)", config.program, spec.describe())
+        budget = settings.context_tokens if budget_given or spec.context_tokens is None else None
+        program, spec, _ = load_program(settings.program, context_tokens=budget, **parts)
+        logger.info("loaded %s (%s)", settings.program, spec.describe())
     else:
         if spec.takes("context_tokens"):
-            spec = spec.replace(context_tokens=session.context_tokens)
+            spec = spec.replace(context_tokens=settings.context_tokens)
         program = build_program(spec, **parts)
-    if config.retrieval_only:
+    if settings.retrieval_only:
         # The answer is then "" (judged wrong by rule, no judge call) and costs no LM call.
         program.answer_step = False
     return program
+
+
+def _programs(
+    specs: dict[str, ProgramSpec], session: Session, *, budget_given: bool
+) -> dict[str, dspy.Module]:
+    """Each condition's program, built with the session's parts and settings; with
+    ``no_lm_parts``, each LM-writing program's no-LM parts alone beside it."""
+    programs = {
+        label: _build(label, spec, session, budget_given=budget_given)
+        for label, spec in specs.items()
+    }
+    if session.settings.no_lm_parts:
+        programs |= {
+            f"{label}-no-lm": without_lm(program)
+            for label, program in programs.items()
+            if lm_queries_per_round(program.spec) > 0
+        }
+    return programs
+
+
+def _check_oracle(
+    specs: dict[str, ProgramSpec], store: ArticleStore | None, selected: list[dspy.Example]
+) -> None:
+    """The oracle condition needs gold articles in the corpus (checked before any model is
+    made: a wrong corpus should not cost a model load)."""
+    if "oracle" in specs and store and not any(store.resolve_many(e.gold_urls) for e in selected):
+        raise ValueError(
+            "the oracle condition needs gold articles, but the corpus has none for any "
+            "selected question: check --corpus (and its alias table) or drop oracle"
+        )
 
 
 def _notes(session: Session, settings: EvalConfig, selected: list[dspy.Example]) -> list[str]:
@@ -234,49 +264,35 @@ def run_evaluation(
     """
     say = say or (lambda line: logger.info("%s", line))
     specs = _condition_specs(config)
-    settings = replace(config)  # filled in below; the caller's object stays as it was
-    out = Path(settings.out or Path("runs") / datetime.now().strftime("%Y%m%d-%H%M%S"))
-    settings.out = str(out)
+    # A program.json keeps its own article budget unless --context-tokens was given.
+    budget_given = config.context_tokens is not None
+    out = Path(config.out or Path("runs") / datetime.now().strftime("%Y%m%d-%H%M%S"))
     check_out(out)
     with lock_folder(out, what="run folder", fix=IN_USE_FIX):
         if examples is None:
             examples = load_frames(config.dataset, revision=config.revision)
         selected = _select(examples, config)
         kinds = {spec.kind for spec in specs.values()}
-        if store is None and (kinds != {"naive"} or settings.corpus):
-            store = load_store(settings, examples=examples, say=say, progress=progress)
-        # Checked before any model is made: a wrong corpus should not cost a model load.
-        if (
-            "oracle" in specs
-            and store
-            and not any(store.resolve_many(e.gold_urls) for e in selected)
-        ):
-            raise ValueError(
-                "the oracle condition needs gold articles, but the corpus has none for any "
-                "selected question: check --corpus (and its alias table) or drop oracle"
-            )
+        articles = open_articles(
+            config,
+            needed=kinds != {"naive"},
+            store=store,
+            examples=examples,
+            say=say,
+            progress=progress,
+        )
+        _check_oracle(specs, articles.store, selected)
         session = open_session(
-            settings,
-            store_needed=False,
+            config,
+            articles=articles,
             retriever_needed=bool(kinds & {"bm25", "multihop"}),
             lm=lm,
             judge_lm=judge_lm,
-            store=store,
             retriever=retriever,
+            out=str(out),
         )
-        if session.settings.threads is None:
-            session.settings.threads = session.model.default_threads
-        budget_given = config.context_tokens is not None
-        programs = {
-            label: _build(label, spec, session.settings, session, budget_given=budget_given)
-            for label, spec in specs.items()
-        }
-        if session.settings.no_lm_parts:
-            programs |= {
-                f"{label}-no-lm": without_lm(program)
-                for label, program in programs.items()
-                if lm_queries_per_round(program.spec) > 0
-            }
+        # From here on every step reads session.settings, the run's resolved settings.
+        programs = _programs(specs, session, budget_given=budget_given)
         plan = _Plan(session, examples, selected, programs)
         return _evaluate(plan, progress=progress, say=say)
 

@@ -101,10 +101,9 @@ def check_tracking(settings: Any) -> None:
 
 
 def enable_traces(settings: Any) -> None:
-    """Record DSPy's traces (every module, LM and adapter call) in the settings' store."""
+    """Record DSPy's traces (every module, LM and adapter call) in the settings' store (set:
+    resolved settings name :data:`DEFAULT_STORE` when ``--mlflow-traces`` came alone)."""
     mlflow = _mlflow()
-    if not settings.mlflow:
-        settings.mlflow = DEFAULT_STORE
     mlflow.set_experiment(experiment_id=_experiment(settings))
     mlflow.dspy.autolog()
     logger.info("MLflow traces of DSPy calls go to %s", settings.mlflow)

@@ -11,7 +11,7 @@ import pytest
 from frames_dspy import evaluate
 from frames_dspy.base.settings import Option, command_args, options, setting, settings_markdown
 from frames_dspy.run.evaluation import EvalConfig
-from frames_dspy.run.session import ModelDataSettings
+from frames_dspy.run.settings import ModelDataSettings
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -43,7 +43,8 @@ def test_the_command_of_a_config_parses_back_to_it():
 
 def test_only_values_that_differ_from_the_defaults_are_written():
     assert command_args(EvalConfig(), "evaluate") == []
-    assert command_args(EvalConfig(cot=True, k=2), "evaluate") == ["--k", "2", "--cot"]
+    # In declaration order: --cot is declared with compile's, before evaluate's own --k.
+    assert command_args(EvalConfig(cot=True, k=2), "evaluate") == ["--cot", "--k", "2"]
     pinned = command_args(EvalConfig(), "evaluate", only=("seed",), always=("seed",))
     assert pinned == ["--seed", "0"]
 
@@ -53,8 +54,9 @@ def test_a_declaration_names_its_entry_points_and_kind():
         Option("--x", "help", entries=frozenset({"nowhere"}))
     with pytest.raises(ValueError, match="unknown option kind"):
         setting(1, help="h", kind="complex")
-    model_only = {name for name, _, _ in options(ModelDataSettings, "validate")}
-    assert "model" in model_only and "corpus" not in model_only
+    judge_only = {name for name, _, _ in options(ModelDataSettings, "validate")}
+    assert {"judge_model", "cache", "threads"} <= judge_only  # judge validate runs the judge
+    assert not {"model", "corpus"} & judge_only  # and no program, on no corpus
 
 
 def test_the_docs_table_comes_from_the_declarations():
@@ -82,15 +84,15 @@ def test_the_command_lines_declare_no_setting_by_hand():
 
 
 def test_docs_settings_md_is_generated_from_the_declarations():
-    from optimize.config import settings_doc
+    from frames_dspy.settings_doc import settings_doc
 
     written = (REPO / "docs" / "settings.md").read_text(encoding="utf-8")
-    assert written == settings_doc(), "run: python -m optimize.config > docs/settings.md"
+    assert written == settings_doc(), "run: python -m frames_dspy.settings_doc > docs/settings.md"
 
 
 def test_the_resume_keys_come_from_the_declarations():
     from frames_dspy.run.evaluation import RESUME_KEYS
-    from frames_dspy.run.session import SESSION_KEYS
+    from frames_dspy.run.settings import SESSION_KEYS
     from optimize.config import STUDY_KEYS
 
     session = {"model", "api_base", "judge_model", "judge_api_base", "autorater",

@@ -1,7 +1,8 @@
 """frames_dspy.cli: argument types whose errors name the flag, and the shared option groups.
 
-Both command lines (``frames_dspy.evaluate`` and ``optimize.compile``) take the model and data
-options from here, and their values become a :class:`~frames_dspy.run.session.ModelDataSettings`.
+Both command lines (``frames_dspy.evaluate`` and ``optimize.compile``) add the model and data
+options from their declarations (:class:`~frames_dspy.run.settings.ModelDataSettings`), and
+``judge validate`` the judge's, through :func:`frames_dspy.cli.add_settings`.
 """
 
 from __future__ import annotations
@@ -12,16 +13,16 @@ from pathlib import Path
 import pytest
 
 from frames_dspy import evaluate
-from frames_dspy.cli import add_data_arguments, add_model_arguments, choice_list, positive_int
-from frames_dspy.run.session import ModelDataSettings
+from frames_dspy.cli import add_settings, choice_list, positive_int
+from frames_dspy.judge import __main__ as judge_main
+from frames_dspy.run.settings import ModelDataSettings
 from optimize import compile as opt_compile
 
 
 def shared_parser() -> argparse.ArgumentParser:
+    """The options of the shared settings, as evaluate (and compile) take them."""
     parser = argparse.ArgumentParser(prog="probe")
-    defaults = ModelDataSettings()
-    add_model_arguments(parser, defaults)
-    add_data_arguments(parser, defaults)
+    add_settings(parser, ModelDataSettings, "evaluate")
     return parser
 
 
@@ -98,8 +99,10 @@ def test_the_model_and_data_groups_hold_their_options():
         ("--judge-model",),
         ("--api-base",),
         ("--judge-api-base",),
+        ("--judge-protocol",),
         ("--temperature",),
         ("--max-tokens",),
+        ("--judge-max-tokens",),
         ("--lm-timeout",),
         ("--cache",),
     ]
@@ -164,8 +167,23 @@ def test_both_command_lines_share_the_groups_word_for_word():
     assert found_eval["models"] == found_compile["models"]
     assert found_eval["data"] == found_compile["data"]
     shared = groups(shared_parser())
-    assert [o for o in found_eval["models"] if o in shared["models"]] == shared["models"]
-    assert found_eval["data"] == shared["data"]
+    assert found_eval["models"] == shared["models"] and found_eval["data"] == shared["data"]
+    assert found_eval["run"][0] == found_compile["run"][0] == shared["run"][0]  # --threads
+
+
+def test_judge_validate_takes_the_judges_options_from_the_same_declarations():
+    found_eval = groups(evaluate.build_parser())
+    evaluates = {option for group in found_eval.values() for option in group}
+    judge = groups(judge_main.build_parser()._subparsers._group_actions[0].choices["validate"])
+    declared = [o for o in judge["judge"] if o[0] != ("--judge-protocol",)]
+    assert [o[0] for o in declared] == [
+        ("--judge-model",),
+        ("--judge-api-base",),
+        ("--lm-timeout",),
+        ("--cache",),
+        ("--threads",),
+    ]
+    assert all(o in evaluates for o in declared)  # word for word: flag, default and help
 
 
 def test_the_flags_several_commands_share_are_declared_once():
@@ -180,6 +198,11 @@ def test_the_flags_several_commands_share_are_declared_once():
         "--quiet",
         "--dataset",
         "--revision",
+        "--judge-model",
+        "--judge-api-base",
+        "--lm-timeout",
+        "--cache",
+        "--threads",
     )
     repo = Path(__file__).resolve().parents[2]
     shells = [

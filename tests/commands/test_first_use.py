@@ -26,7 +26,8 @@ from frames_dspy.data.corpus import load_corpus
 from frames_dspy.data.download import DownloadError
 from frames_dspy.data.questions import load_frames
 from frames_dspy.data.wikipedia import cached_files, default_corpus_folder
-from frames_dspy.run.session import ModelDataSettings, open_session
+from frames_dspy.run.session import open_articles, open_session
+from frames_dspy.run.settings import ModelDataSettings
 from tests.mediawiki_server import MediaWiki, serve_corpus
 
 REPO = Path(__file__).resolve().parents[2]
@@ -122,27 +123,22 @@ def test_the_first_run_fetches_the_corpus_once_and_records_it(fresh, wiki, fake_
     assert "fetching" not in err
 
 
-def test_open_session_fetches_for_optimize_compile_too(fresh, wiki):
-    # optimize.compile opens its session with the whole dataset and its progress callback.
+def test_open_articles_fetches_for_optimize_compile_too(fresh, wiki):
+    # optimize.compile opens its articles with the whole dataset and its progress callback.
     said: list[str] = []
     examples = load_frames(DATASET)
     settings = ModelDataSettings(dataset=str(DATASET), wiki_api=wiki.url)
     lm = DummyLM([{"answer": "x"}])
-    session = open_session(
-        settings,
-        store_needed=True,
-        retriever_needed=False,
-        lm=lm,
-        judge_lm=lm,
-        examples=examples,
-        say=said.append,
+    articles = open_articles(
+        settings, needed=True, examples=examples, say=said.append, progress=True
     )
+    session = open_session(settings, articles=articles, retriever_needed=False, lm=lm, judge_lm=lm)
     assert len(session.store) == 6
     assert session.settings.corpus.endswith("pages.jsonl.gz") and settings.corpus is None
     assert session.provenance(examples)["corpus_fetch"]["unresolved_links"] == 1
     assert len(said) == 2
     with pytest.raises(ValueError, match="need a corpus: pass --corpus"):
-        open_session(settings, store_needed=True, retriever_needed=False, lm=lm, judge_lm=lm)
+        open_articles(settings, needed=True)
 
 
 def test_a_naive_run_needs_no_corpus_and_fetches_nothing(fresh, wiki, fake_lms, capsys):

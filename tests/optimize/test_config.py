@@ -8,7 +8,7 @@ import re
 import pytest
 
 from frames_dspy.lm import parse_spec
-from frames_dspy.run.session import SESSION_KEYS
+from frames_dspy.run.settings import SESSION_KEYS
 from optimize.config import STUDY_KEYS, CompileConfig
 
 
@@ -71,8 +71,9 @@ def test_the_embedded_model_tunes_instructions_only_by_default(model, expected):
 def test_threads_default_follows_the_model(model, threads, expected):
     config = CompileConfig(model=model, threads=threads)
     config.validate()
-    settings = config.optimizer_settings(embedded=parse_spec(model).embedded)
-    assert settings.threads == expected
+    resolved = config.resolved(model=parse_spec(model), window=None)  # as open_session does
+    settings = resolved.optimizer_settings(embedded=parse_spec(model).embedded)
+    assert settings.threads == resolved.threads == expected
 
 
 def test_study_keys_are_settings_and_include_the_session_keys():

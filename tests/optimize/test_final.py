@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import shlex
 
@@ -145,8 +146,8 @@ def test_the_reproduce_command_is_an_evaluate_command_with_the_same_settings(tmp
     assert args.out == str(out / "test_rerun")
     # The budget is in program.json; the whole test split is scored without a limit.
     assert args.context_tokens is None
-    config.test_limit = None
-    assert evaluate_args(reproduce_command(config, out)).limit is None
+    every = dataclasses.replace(config, test_limit=None)
+    assert evaluate_args(reproduce_command(every, out)).limit is None
 
 
 def test_a_study_without_a_complete_trial_stops_with_nothing_picked(tiny, tmp_path):

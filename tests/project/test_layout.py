@@ -26,6 +26,7 @@ CLI_MODULES = {
     "frames_dspy.wikipedia",
     "frames_dspy.data.__main__",
     "frames_dspy.judge.__main__",
+    "frames_dspy.settings_doc",
     "optimize.compile",
 }
 

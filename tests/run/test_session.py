@@ -1,4 +1,5 @@
-"""frames_dspy.run.session: settings in, a filled-in copy and the LMs, judge and store out.
+"""frames_dspy.run.session: settings in; the articles, the LMs, the judge and the run's
+resolved settings out (the caller's, frozen, left as they were).
 
 LMs are injected DummyLMs, or come from a recording stand-in for ``make_lm``: no real model
 is loaded. The data is ``tests/fixtures/eval_frames.csv`` and ``eval_corpus.jsonl`` (9
@@ -22,13 +23,13 @@ from frames_dspy.data.questions import dataset_fingerprint, load_frames
 from frames_dspy.judge.autorater import AUTORATER
 from frames_dspy.lm import parse_spec
 from frames_dspy.run.session import (
-    JUDGE_MAX_TOKENS,
-    SESSION_KEYS,
-    ModelDataSettings,
+    article_source,
     load_store,
     make_judge,
+    open_articles,
     open_session,
 )
+from frames_dspy.run.settings import JUDGE_MAX_TOKENS, SESSION_KEYS, ModelDataSettings
 
 FIXTURES = Path(__file__).parents[1] / "fixtures"
 
@@ -79,6 +80,19 @@ def settings_for(data, **overrides) -> ModelDataSettings:
     return ModelDataSettings(**values)
 
 
+def session_for(
+    settings: ModelDataSettings,
+    *,
+    store_needed: bool = False,
+    retriever_needed: bool = False,
+    needed_for: str = "the retrieval and oracle conditions",
+    **parts,
+):
+    """The two steps a run takes: its articles, then its session over them."""
+    articles = open_articles(settings, needed=store_needed, needed_for=needed_for)
+    return open_session(settings, articles=articles, retriever_needed=retriever_needed, **parts)
+
+
 @pytest.fixture
 def made(monkeypatch) -> list[tuple[str, dict]]:
     """Stand in for make_lm: records each (spec, options) and hands out a DummyLM."""
@@ -95,12 +109,12 @@ def made(monkeypatch) -> list[tuple[str, dict]]:
 # --- open_session -----------------------------------------------------------------------------
 
 
-def test_the_callers_settings_are_left_alone_and_the_sessions_copy_is_filled_in(data):
+def test_the_callers_settings_are_left_alone_and_the_sessions_are_resolved(data):
     aliases = data["corpus"].with_name("frames_link_to_page.tsv")
     shutil.copy(FIXTURES / "tiny" / "frames_link_to_page.tsv", aliases)
     settings = settings_for(data, distractors=None)
     before = dataclasses.asdict(settings)
-    session = open_session(settings, store_needed=True, retriever_needed=False, lm=lm_for_tests())
+    session = session_for(settings, store_needed=True, retriever_needed=False, lm=lm_for_tests())
 
     assert dataclasses.asdict(settings) == before
     filled = session.settings
@@ -108,7 +122,8 @@ def test_the_callers_settings_are_left_alone_and_the_sessions_copy_is_filled_in(
     assert filled.corpus == str(data["corpus"])
     assert filled.aliases == str(aliases)  # the alias table beside the corpus is used
     assert filled.distractors is None  # a user's corpus gets no default distractors
-    assert filled.context_tokens == session.context_tokens == 2000  # embedded 'local' default
+    assert filled.context_tokens == 2000  # embedded 'local' default
+    assert filled.threads == 1  # an embedded model serialises its calls
     assert filled.autorater == AUTORATER  # recorded, so another autorater's run is not resumed
     assert session.model == parse_spec("local")
     assert len(session.store) == 9
@@ -117,28 +132,48 @@ def test_the_callers_settings_are_left_alone_and_the_sessions_copy_is_filled_in(
 
 def test_the_budget_comes_from_the_model_spec_and_its_window(data):
     api = {"model": "openai/gpt-4o-mini"}
-    session = open_session(
+    session = session_for(
         settings_for(data, **api), store_needed=False, retriever_needed=False, lm=lm_for_tests()
     )
-    assert session.context_tokens == 30_000  # an API model whose window is unknown
+    assert session.settings.context_tokens == 30_000  # an API model whose window is unknown
+    assert session.settings.threads == 8  # API models and servers run questions at once
     lm = lm_for_tests()
     lm.declared_context_window = 16_000
-    session = open_session(
+    session = session_for(
         settings_for(data, **api), store_needed=False, retriever_needed=False, lm=lm
     )
-    assert session.context_tokens == 12_000  # the window less room for the prompt and answer
+    assert session.settings.context_tokens == 12_000  # the window less the prompt and answer
 
 
 def test_an_explicit_budget_is_kept(data):
-    settings = settings_for(data, context_tokens=777)
-    session = open_session(settings, store_needed=False, retriever_needed=False, lm=lm_for_tests())
-    assert session.context_tokens == session.settings.context_tokens == 777
+    settings = settings_for(data, context_tokens=777, threads=3)
+    session = session_for(settings, store_needed=False, retriever_needed=False, lm=lm_for_tests())
+    assert (session.settings.context_tokens, session.settings.threads) == (777, 3)
+
+
+def test_settings_are_frozen_so_no_step_patches_them(data):
+    settings = settings_for(data)
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        settings.threads = 4
+    session = session_for(settings, lm=lm_for_tests())
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        session.settings.context_tokens = 10
+
+
+def test_mlflow_traces_alone_resolve_to_the_default_store():
+    resolved = ModelDataSettings(mlflow_traces=True).resolved(
+        model=parse_spec("local"), window=None
+    )
+    assert (
+        resolved.mlflow == "mlruns"
+        and ModelDataSettings().resolved(model=parse_spec("local"), window=None).mlflow is None
+    )
 
 
 def test_without_a_judge_model_the_judge_is_a_greedy_copy_of_the_program_lm(data):
     lm = lm_for_tests()
     lm.kwargs["temperature"] = 0.7
-    session = open_session(settings_for(data), store_needed=False, retriever_needed=False, lm=lm)
+    session = session_for(settings_for(data), store_needed=False, retriever_needed=False, lm=lm)
     judge = session.judge_lm
     assert judge is not lm and isinstance(judge, DummyLM)
     assert judge.kwargs["max_tokens"] == JUDGE_MAX_TOKENS == 256
@@ -156,7 +191,7 @@ def test_without_a_judge_model_the_judge_is_a_greedy_copy_of_the_program_lm(data
 
 def test_the_program_lm_passed_as_judge_is_copied_too(data):
     lm = lm_for_tests()
-    session = open_session(
+    session = session_for(
         settings_for(data), store_needed=False, retriever_needed=False, lm=lm, judge_lm=lm
     )
     assert session.lm is lm
@@ -166,7 +201,7 @@ def test_the_program_lm_passed_as_judge_is_copied_too(data):
 def test_an_injected_judge_is_used_as_it_is(data):
     lm, judge = lm_for_tests(), lm_for_tests()
     settings = settings_for(data, judge_model="openai/gpt-4o")
-    session = open_session(
+    session = session_for(
         settings, store_needed=False, retriever_needed=False, lm=lm, judge_lm=judge
     )
     assert session.judge_lm is judge and session.autorater.judge_lm is judge
@@ -203,16 +238,21 @@ def test_an_injected_judge_is_used_as_it_is(data):
 def test_self_judging_means_the_same_model_on_the_same_server(data, made, overrides, self_judging):
     settings = settings_for(data, **overrides)
     assert settings.judge_is_program_model() is self_judging
-    session = open_session(settings, store_needed=False, retriever_needed=False, lm=lm_for_tests())
+    session = session_for(settings, store_needed=False, retriever_needed=False, lm=lm_for_tests())
     assert session.self_judging is self_judging
     # Only a judge that is another model (or server) is built; the program LM was given.
     assert len(made) == (0 if self_judging else 1)
 
 
 def test_without_an_lm_the_program_lm_is_built_from_the_settings(data, made):
-    settings = settings_for(data, model="openai/gpt-4o-mini", api_base="http://lm:8000")
-    settings.temperature, settings.max_tokens = 0.3, 128
-    session = open_session(settings, store_needed=False, retriever_needed=False)
+    settings = settings_for(
+        data,
+        model="openai/gpt-4o-mini",
+        api_base="http://lm:8000",
+        temperature=0.3,
+        max_tokens=128,
+    )
+    session = session_for(settings, store_needed=False, retriever_needed=False)
     assert made == [
         (
             "openai/gpt-4o-mini",
@@ -223,7 +263,7 @@ def test_without_an_lm_the_program_lm_is_built_from_the_settings(data, made):
 
 
 def test_the_retriever_is_built_over_the_sessions_store(data):
-    session = open_session(
+    session = session_for(
         settings_for(data), store_needed=False, retriever_needed=True, lm=lm_for_tests()
     )
     assert session.retriever is not None and session.retriever.store is session.store
@@ -235,7 +275,7 @@ def test_a_store_is_needed_and_there_is_no_corpus(data, monkeypatch):
     monkeypatch.delenv("FRAMES_DATA_DIR", raising=False)
     settings = settings_for(data, corpus=None)
     with pytest.raises(ValueError, match="the oracle condition need a corpus") as info:
-        open_session(
+        session_for(
             settings,
             store_needed=True,
             retriever_needed=True,
@@ -244,13 +284,13 @@ def test_a_store_is_needed_and_there_is_no_corpus(data, monkeypatch):
         )
     assert "--corpus PATH" in str(info.value) and "FRAMES_DATA_DIR" in str(info.value)
     # Not needed: no store, and so no retriever either.
-    session = open_session(settings, store_needed=False, retriever_needed=True, lm=lm_for_tests())
+    session = session_for(settings, store_needed=False, retriever_needed=True, lm=lm_for_tests())
     assert session.store is None and session.retriever is None
 
 
 def test_provenance_names_the_data_the_models_and_the_environment(data):
     examples = load_frames(data["dataset"])
-    session = open_session(
+    session = session_for(
         settings_for(data), store_needed=True, retriever_needed=False, lm=lm_for_tests()
     )
     record = session.provenance(examples)
@@ -261,7 +301,7 @@ def test_provenance_names_the_data_the_models_and_the_environment(data):
     assert record["packages"]["dspy"] == dspy.__version__
     assert {"python", "started"} <= set(record)
 
-    without = open_session(
+    without = session_for(
         settings_for(data, corpus=None),
         store_needed=False,
         retriever_needed=False,
@@ -271,33 +311,43 @@ def test_provenance_names_the_data_the_models_and_the_environment(data):
     assert (record["corpus_sha256"], record["corpus_articles"]) == (None, 0)
 
 
-# --- load_store -------------------------------------------------------------------------------
+# --- article_source, load_store ---------------------------------------------------------------
 
 
 def test_the_default_corpus_comes_with_its_aliases_and_distractors(frames_data_dir):
-    settings = ModelDataSettings()
-    store = load_store(settings)
+    source = article_source(ModelDataSettings())
+    store = load_store(source)
     wiki = frames_data_dir / "frames_wiki"
-    assert settings.corpus == str(wiki / "pages.jsonl.gz")
-    assert settings.aliases == str(wiki / "frames_link_to_page.tsv")
-    assert settings.distractors == str(
+    assert source.corpus == str(wiki / "pages.jsonl.gz")
+    assert source.aliases == str(wiki / "frames_link_to_page.tsv")
+    assert source.distractors == str(
         frames_data_dir / "distractor_wiki_summaries" / "summaries_en-us.json"
     )
+    assert source.retriever == "bm25s" and source.snapshot is None
     titles = {article.title for article in store}
     assert "Moon" in titles  # a distractor summary
     assert store.resolve("https://en.wikipedia.org/wiki/Minute_Maid_Park").title == "Daikin Park"
 
 
 def test_a_users_corpus_gets_no_default_distractors(frames_data_dir, data):
-    settings = settings_for(data, distractors=None)
-    store = load_store(settings)
-    assert settings.corpus == str(data["corpus"]) and settings.distractors is None
+    source = article_source(settings_for(data, distractors=None))
+    store = load_store(source)
+    assert source.corpus == str(data["corpus"]) and source.distractors is None
     assert len(store) == 9
     # "none" switches the default distractors off for the default corpus too.
-    settings = ModelDataSettings(distractors="none")
-    store = load_store(settings)
-    assert settings.distractors == "none"
+    source = article_source(ModelDataSettings(distractors="none"))
+    store = load_store(source)
+    assert source.distractors == "none"
     assert "Moon" not in {article.title for article in store}
+
+
+def test_a_store_handed_in_keeps_the_data_settings_as_given(data):
+    settings = settings_for(data, corpus=None, distractors=None)
+    store = load_store(article_source(settings_for(data)))
+    articles = open_articles(settings, needed=True, store=store)
+    assert articles.store is store and articles.source is None
+    session = open_session(settings, articles=articles, retriever_needed=False, lm=lm_for_tests())
+    assert (session.settings.corpus, session.settings.aliases) == (None, None)
 
 
 # --- make_judge -------------------------------------------------------------------------------
@@ -332,7 +382,7 @@ def test_session_keys_are_settings_and_the_shared_settings_copy_over():
     names = {f.name for f in dataclasses.fields(ModelDataSettings)}
     assert set(SESSION_KEYS) <= names  # a typo would make resume checks compare None to None
 
-    @dataclass
+    @dataclass(frozen=True)
     class Extended(ModelDataSettings):
         rounds: int = 3
 
@@ -345,7 +395,7 @@ def test_session_keys_are_settings_and_the_shared_settings_copy_over():
 @pytest.mark.parametrize("protocol", ["rules+extract", "rules+lm", "lm"])
 def test_the_settings_judge_protocol_is_the_autoraters_and_validate_can_override_it(data, protocol):
     settings = settings_for(data, judge_protocol=protocol)
-    session = open_session(settings, store_needed=False, retriever_needed=False, lm=lm_for_tests())
+    session = session_for(settings, store_needed=False, retriever_needed=False, lm=lm_for_tests())
     assert session.autorater.protocol == protocol
     assert dataclasses.asdict(session.settings)["judge_protocol"] == protocol  # recorded
     _, other = make_judge(settings, lm=lm_for_tests(), protocol="rules+lm")
