@@ -12,8 +12,10 @@ Every settings object is frozen. What a caller passes (a command line's values, 
 config) is what was asked for; :meth:`ModelDataSettings.resolved` returns, once per run, the
 settings the run uses and records, with each default that depends on the model (``threads``,
 ``context_tokens``) or the data (``corpus``, ``aliases``, ``distractors``, ``retriever``) filled
-in. :func:`frames_dspy.run.session.open_session` calls it and hands the result on as
-``Session.settings``; no step changes it afterwards.
+in, and ``mlflow`` when ``--mlflow-traces`` implies it.
+:func:`frames_dspy.run.session.open_session` calls it and hands the result on as
+``Session.settings``; no step changes it afterwards, and every later step of the run reads it
+rather than the caller's object.
 """
 
 from __future__ import annotations
