@@ -584,14 +584,6 @@ def _score_on_test(
 
 #: The figures of the test run's summary that ``test_score.json`` carries, in its order.
 _TEST_FIGURES = (
-    "n",
-    "correct",
-    "accuracy",
-    "ci95",
-    "judge_errors",
-    "program_errors",
-    "tokens_per_question",
-    "recall_by_round",
-    "lm_calls_per_question",
-    "seconds_per_question",
-)
+    "n", "correct", "accuracy", "ci95", "judge_errors", "program_errors", "tokens_per_question",
+    "recall_by_round", "lm_calls_per_question", "seconds_per_question",
+)  # fmt: skip
