@@ -6,7 +6,8 @@ could not bound a run that later stops hitting the cache, and a token cost that 
 would make a configuration that repeats earlier calls look cheaper than it is.
 
 The meter of the question a thread is running also collects what the LM layer reports from
-below: cache hits (:func:`note_cache_hit`) and retried faults (:func:`note_retry`).
+below: cache hits (:func:`note_cache_hit`) and retried faults (:func:`note_retry`). A program
+that must stop at a token budget meters its own calls the same way (:func:`own_meter`).
 """
 
 from __future__ import annotations
@@ -32,6 +33,7 @@ __all__ = [
     "metered",
     "note_cache_hit",
     "note_retry",
+    "own_meter",
 ]
 
 #: English Wikipedia text runs close to 4 characters per token for the Qwen and GPT
@@ -117,17 +119,24 @@ def _tokens(text: str) -> int:
 
 
 class TokenMeter(BaseCallback):
-    """Meters an LM's calls into the current thread's :class:`QuestionMeter`, cache or not."""
+    """Meters an LM's calls into the current thread's :class:`QuestionMeter`, cache or not
+    (or, given ``into``, into that meter: :func:`own_meter`)."""
+
+    def __init__(self, into: QuestionMeter | None = None):
+        self._into = into
+
+    def _meter(self) -> QuestionMeter | None:
+        return self._into if self._into is not None else _METER.get()
 
     def on_lm_start(self, call_id, instance, inputs):
-        meter = _METER.get()
+        meter = self._meter()
         if meter is not None:
             prompt = inputs.get("messages") or inputs.get("prompt")
             meter.prompt_tokens += _tokens(_text_of(prompt))
             meter.calls += 1
 
     def on_lm_end(self, call_id, outputs, exception=None):
-        meter = _METER.get()
+        meter = self._meter()
         if meter is None:
             return
         if exception is not None:
@@ -149,6 +158,23 @@ def metered() -> Iterator[QuestionMeter]:
         yield meter
     finally:
         _METER.reset(token)
+
+
+@contextlib.contextmanager
+def own_meter() -> Iterator[QuestionMeter]:
+    """Meter the LM calls this thread makes inside the block into a meter of the caller's own,
+    beside the question's meter (which still counts them), whichever LM runs them.
+
+    The meter rides on DSPy's per-thread callbacks (``dspy.context``), not on the LM
+    instance, so it works whether or not a runner attached :data:`TOKEN_METER` (an
+    optimizer calls programs without one) and never sees another thread's calls. It counts
+    exactly as the question's meter does, so a program that stops at a token budget stops
+    at the figure its record will show.
+    """
+    meter = QuestionMeter()
+    callbacks = [*dspy.settings.get("callbacks", []), TokenMeter(into=meter)]
+    with dspy.context(callbacks=callbacks):
+        yield meter
 
 
 def note_cache_hit() -> None:

@@ -19,6 +19,7 @@ from frames_dspy.lm.accounting import (
     TokenMeter,
     attached_callbacks,
     metered,
+    own_meter,
 )
 from frames_dspy.programs import CHARS_PER_TOKEN
 
@@ -178,6 +179,44 @@ def test_metered_questions_nest_and_restore_the_outer_meter():
             ask(lm, "inner")
         ask(lm, "outer 2")
     assert (outer.calls, inner.calls) == (2, 1)
+
+
+# --- own_meter: a program's own count of its calls --------------------------------------------
+
+
+def test_own_meter_counts_as_the_question_meter_does_and_hides_nothing_from_it():
+    lm = dummy()
+    with attached_callbacks(lm, TokenMeter()), metered() as question:
+        ask(lm, "before the agent")
+        with own_meter() as own:
+            ask(lm, "What is the capital of Scotland?")
+            ask(lm, "Which river flows through Edinburgh?")
+    assert own.calls == 2 and question.calls == 3  # the question still counts every call
+    counted = [metered_tokens_of(entry) for entry in lm.history[1:3]]
+    assert own.prompt_tokens == sum(p for p, _ in counted) > 0
+    assert own.completion_tokens == sum(c for _, c in counted) > 0
+
+
+def test_own_meter_needs_no_meter_attached_and_sees_only_its_thread():
+    lm = dummy(40)  # no TokenMeter on the LM: an optimizer runs programs like this
+    start = threading.Barrier(2)
+    meters: dict[str, QuestionMeter] = {}
+
+    def program(name: str, calls: int) -> None:
+        start.wait()
+        with own_meter() as meter:
+            for i in range(calls):
+                ask(lm, f"{name} call {i}")
+        meters[name] = meter
+
+    workers = [threading.Thread(target=program, args=(n, c)) for n, c in (("one", 1), ("two", 3))]
+    for worker in workers:
+        worker.start()
+    for worker in workers:
+        worker.join()
+    assert (meters["one"].calls, meters["two"].calls) == (1, 3)
+    ask(lm, "after")  # the callback left with the block
+    assert meters["two"].calls == 3
 
 
 # --- attached_callbacks -----------------------------------------------------------------------
