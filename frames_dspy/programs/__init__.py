@@ -5,16 +5,21 @@
 - :mod:`~frames_dspy.programs.modules`: one ``dspy.Module`` per single-shot kind, and
   ``build_program``;
 - :mod:`~frames_dspy.programs.multihop`: ``MultiHop``, the paper's multi-step method;
+- :mod:`~frames_dspy.programs.agent`: the agent (search, read, finish under limits);
+- :mod:`~frames_dspy.programs.trajectory`: what the agent did, step by step, as typed data;
 - :mod:`~frames_dspy.programs.queries`: written queries cleaned and counted (``QueryStats``),
   the question's named phrases;
-- :mod:`~frames_dspy.programs.conditions`: the paper's six setups as named specs (and ``bm25-N``);
+- :mod:`~frames_dspy.programs.conditions`: the paper's six setups as named specs (and ``bm25-N``,
+  ``agent``);
 - :mod:`~frames_dspy.programs.io`: ``program.json`` save and load;
 - :mod:`~frames_dspy.programs.sources`: what the LM adds (no-LM parts alone, bm25-N and
   phrases-N at a run's own article counts).
 """
 
+from frames_dspy.programs.agent import SearchAgent
 from frames_dspy.programs.conditions import (
     CONDITIONS,
+    MORE_CONDITIONS,
     PAPER_ACCURACY,
     Condition,
     condition,
@@ -39,16 +44,21 @@ from frames_dspy.programs.packing import CHARS_PER_TOKEN, PackedContext, pack_ar
 from frames_dspy.programs.queries import QueryStats, capitalised_phrases, clean_queries
 from frames_dspy.programs.sources import (
     NoLMReferences,
+    lm_queries,
     lm_queries_per_round,
     no_lm_recall,
     no_lm_recalls,
     without_lm,
 )
 from frames_dspy.programs.spec import ProgramSpec
+from frames_dspy.programs.trajectory import AgentCounts, AgentStep
 
 __all__ = [
+    "AgentCounts",
+    "AgentStep",
     "CHARS_PER_TOKEN",
     "CONDITIONS",
+    "MORE_CONDITIONS",
     "PAPER_ACCURACY",
     "PROGRAM_CLASSES",
     "Condition",
@@ -61,6 +71,7 @@ __all__ = [
     "ProgramSpec",
     "QueryStats",
     "RetrieveThenAnswer",
+    "SearchAgent",
     "build_program",
     "capitalised_phrases",
     "condition",
@@ -68,6 +79,7 @@ __all__ = [
     "check_program_file",
     "clean_queries",
     "load_program",
+    "lm_queries",
     "lm_queries_per_round",
     "no_lm_recall",
     "no_lm_recalls",

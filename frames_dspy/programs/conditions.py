@@ -1,6 +1,8 @@
-"""The FRAMES paper's setups as named program specs, with the paper's figures.
+"""The FRAMES paper's setups as named program specs, with the paper's figures, and ours.
 
-Tables, help texts and the evaluation follow this table's order; a new condition is one entry.
+Tables, help texts and the evaluation follow these tables' order; a new condition is one
+entry. :data:`CONDITIONS` are the paper's six, run by default; :data:`MORE_CONDITIONS` are
+conditions of ours that run when named (``--conditions agent``).
 """
 
 from __future__ import annotations
@@ -10,13 +12,16 @@ from dataclasses import dataclass
 from typing import Any
 
 # Importing the module classes registers the program kinds the specs below use.
+import frames_dspy.programs.agent  # noqa: F401
 import frames_dspy.programs.modules  # noqa: F401
 import frames_dspy.programs.multihop  # noqa: F401
 from frames_dspy.programs.spec import ProgramSpec
 
 __all__ = [
+    "AGENT_KNOBS",
     "Condition",
     "CONDITIONS",
+    "MORE_CONDITIONS",
     "MULTIHOP_KNOBS",
     "PAPER_ACCURACY",
     "condition",
@@ -33,8 +38,8 @@ class Condition:
         summary: One line on what the program does (help texts and tables).
         paper: Gemini-Pro-1.5's accuracy on all 824 questions in the FRAMES paper, if reported.
         knobs: Settings a run's options (``--rounds``, ``--k``, ``--n-docs``,
-            ``--no-question-query``, ``--question-docs``, ``--cot``) may change; the others
-            define the condition.
+            ``--no-question-query``, ``--question-docs``, ``--max-steps``, ``--cot``, ...)
+            may change; the others define the condition.
     """
 
     spec: ProgramSpec
@@ -60,6 +65,9 @@ MULTIHOP_KNOBS = (
     "cot",
 )
 
+#: The agent's settings a run's options can set (evaluate's --max-steps, ..., --n-docs).
+AGENT_KNOBS = ("max_steps", "max_articles", "max_agent_tokens", "n_docs", "cot")
+
 #: Condition name -> :class:`Condition`, in the paper's order. Paper figures: Gemini-Pro-1.5
 #: with the naive prompt, BM25-R with 4 documents, the oracle prompt, and multi-step retrieval
 #: with search planning at 5 rounds x 5 queries x 10 documents; the others were not reported.
@@ -83,6 +91,17 @@ CONDITIONS: dict[str, Condition] = {
     ),
 }
 
+#: Conditions of ours beyond the paper's setups, run when named; tables list them after the
+#: paper's.
+MORE_CONDITIONS: dict[str, Condition] = {
+    "agent": Condition(
+        ProgramSpec("agent"),
+        "the LM searches, reads and stops when it judges it has enough (limits: "
+        "MAX_STEPS, MAX_ARTICLES, MAX_AGENT_TOKENS), then one answer",
+        knobs=AGENT_KNOBS,
+    ),
+}
+
 #: The paper's accuracy per condition, where it reported one.
 PAPER_ACCURACY: dict[str, float] = {
     name: c.paper for name, c in CONDITIONS.items() if c.paper is not None
@@ -93,7 +112,8 @@ _SIZED = re.compile(r"(bm25|phrases)-(\S+)")
 
 
 def condition(name: str) -> Condition:
-    """The condition called ``name``: one of :data:`CONDITIONS`, ``bm25-N`` or ``phrases-N``.
+    """The condition called ``name``: one of :data:`CONDITIONS` or :data:`MORE_CONDITIONS`,
+    ``bm25-N`` or ``phrases-N``.
 
     ``bm25-N`` is BM25 for the question alone with N articles: the question-only reference
     at the article count of a multi-step program (rounds x k x n_docs). ``phrases-N`` is the
@@ -104,12 +124,13 @@ def condition(name: str) -> Condition:
     Raises:
         ValueError: an unknown name, or N not a whole number of at least 1.
     """
-    if name in CONDITIONS:
-        return CONDITIONS[name]
+    known = CONDITIONS | MORE_CONDITIONS
+    if name in known:
+        return known[name]
     match = _SIZED.fullmatch(name)
     if match is None:
         raise ValueError(
-            f"unknown condition {name!r}; choose from {', '.join(CONDITIONS)}, bm25-N (N "
+            f"unknown condition {name!r}; choose from {', '.join(known)}, bm25-N (N "
             "articles for the question, e.g. bm25-12) or phrases-N"
         )
     kind, text = match.groups()
@@ -137,7 +158,8 @@ def condition_names(text: str) -> tuple[str, ...]:
     """
     names = tuple(name.strip() for name in text.split(",") if name.strip())
     if not names:
-        raise ValueError(f"no condition in {text!r}; choose from {', '.join(CONDITIONS)}")
+        known = ", ".join(CONDITIONS | MORE_CONDITIONS)
+        raise ValueError(f"no condition in {text!r}; choose from {known}")
     for name in names:
         condition(name)
     return names

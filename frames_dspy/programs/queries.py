@@ -14,7 +14,7 @@ import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-__all__ = ["QueryStats", "capitalised_phrases", "clean_queries"]
+__all__ = ["FUNCTION_WORDS", "QueryStats", "capitalised_phrases", "clean_queries"]
 
 
 @dataclass
@@ -100,8 +100,10 @@ def clean_queries(
     return kept, stats
 
 
-#: Words that open a question or a clause with a capital letter without naming anything.
-_OPENING_WORDS = frozenset(
+#: Words that name nothing: they open a question or a clause with a capital letter (stripped
+#: from the front of a capitalised run) and carry nothing when two queries are compared
+#: (:data:`frames_dspy.results.metrics.NEAR_REPEAT`).
+FUNCTION_WORDS = frozenset(
     [
         "a",
         "an",
@@ -150,13 +152,13 @@ _CAPITALISED = re.compile(
 def capitalised_phrases(question: str) -> list[str]:
     """The question's runs of capitalised words (e.g. ``Mount Rushmore``), in order, once each.
 
-    Opening words (:data:`_OPENING_WORDS`, e.g. a sentence-initial ``Which``) are stripped
+    Opening words (:data:`FUNCTION_WORDS`, e.g. a sentence-initial ``Which``) are stripped
     from the front of a run; a run left empty is dropped.
     """
     phrases: list[str] = []
     for match in _CAPITALISED.finditer(question):
         words = match.group(0).rstrip(".").split()
-        while words and words[0].casefold() in _OPENING_WORDS:
+        while words and words[0].casefold() in FUNCTION_WORDS:
             words.pop(0)
         phrase = re.sub(r"['’]s$", "", " ".join(words))  # "France's" -> "France"
         if phrase and phrase.casefold() not in {p.casefold() for p in phrases}:

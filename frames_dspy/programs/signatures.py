@@ -6,7 +6,9 @@ search-planning prompt adds worked examples of useful query sequences (written h
 from FRAMES questions), forbids repeating an earlier query and asks the model to plan step by
 step before it writes the queries. ``NameArticles`` is ours, not the paper's: it asks for the
 titles of the Wikipedia articles still missing, since a title is what BM25 finds an article by
-and a small model copies names better than it composes keyword queries. The autorater follows
+and a small model copies names better than it composes keyword queries. ``ChooseAction`` is
+ours too: the agent condition's one step (search, read or finish), not a setup of the paper's;
+its answer is the ``AnswerWithContext`` step every condition shares. The autorater follows
 the paper's description of its judge: decide whether the response carries the meaning and
 vital facts of the gold answer.
 """
@@ -23,6 +25,7 @@ __all__ = [
     "GenerateQueries",
     "PlanQueries",
     "NameArticles",
+    "ChooseAction",
     "JudgeAnswer",
 ]
 
@@ -105,6 +108,32 @@ class NameArticles(dspy.Signature):
     past_queries: list[str] = dspy.InputField(desc="titles already asked for; never repeat one")
     n_queries: int = dspy.InputField(desc="how many titles to write")
     queries: list[str] = dspy.OutputField(desc="Wikipedia article titles, one per item")
+
+
+class ChooseAction(dspy.Signature):
+    """You are gathering Wikipedia articles so that a question can be answered from them. One
+    tool per turn:
+
+    - search: keywords for a keyword (BM25) search engine over Wikipedia; it lists the
+      matching articles' titles with their opening words. Name the person, place, work or
+      event you are after, in a few keywords.
+    - read: the exact title of an article (or its number in the latest results); the
+      article is kept for the answer and you see its opening.
+    - finish: stop when the articles you have read hold the facts the question needs (the
+      answer is then written from them), or when searching more will not help.
+
+    Questions usually need several articles, one leading to the next: read what names the
+    next entity, then search for it. A search you already made returns the same articles, so
+    change the keywords instead of repeating them."""
+
+    question: str = dspy.InputField(desc="the question the articles must answer")
+    steps: str = dspy.InputField(desc="your earlier turns and what each returned")
+    limits: str = dspy.InputField(desc="turns, articles and tokens you have left")
+    thought: str = dspy.OutputField(desc="what is known, what is missing, briefly")
+    tool: str = dspy.OutputField(desc="search, read or finish")
+    argument: str = dspy.OutputField(
+        desc="search: the keywords; read: the article's title; finish: leave empty"
+    )
 
 
 class JudgeAnswer(dspy.Signature):

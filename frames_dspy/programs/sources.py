@@ -14,17 +14,19 @@ two, measured two ways, neither of which calls an LM:
 from __future__ import annotations
 
 import copy
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from typing import Any
 
 import dspy
 
 from frames_dspy.programs.modules import PHRASE_HITS, build_program
+from frames_dspy.programs.queries import capitalised_phrases
 from frames_dspy.programs.spec import ProgramSpec
 
 __all__ = [
     "REFERENCE_KINDS",
     "NoLMReferences",
+    "lm_queries",
     "lm_queries_per_round",
     "no_lm_recall",
     "no_lm_recalls",
@@ -41,6 +43,32 @@ def lm_queries_per_round(spec: ProgramSpec) -> int:
     if spec.kind != "multihop" or (spec.lm_from_round or 1) > spec.rounds:
         return 0
     return spec.k - (1 if spec.include_question else 0)
+
+
+def lm_queries(spec: ProgramSpec, question: str, queries: Sequence[Sequence[str]]) -> list[str]:
+    """The queries the LM chose, in the order they were sent, from a prediction's queries per
+    round: every search of the agent; each multi-step round's written queries; none for the
+    programs whose LM writes none.
+
+    A multi-step round sends the question first (``include_question``) and then, with
+    ``phrase_docs``, the question's capitalised phrases, before the written queries; those
+    are the program's, not the LM's. Without ``include_question`` a round that sends the
+    question alone sent it because nothing was written.
+    """
+    if spec.kind == "agent":
+        return [query for round_queries in queries for query in round_queries]
+    if lm_queries_per_round(spec) == 0:
+        return []
+    phrases = capitalised_phrases(question) if spec.phrase_docs else []
+    written: list[str] = []
+    for round_queries in queries:
+        sent = list(round_queries)
+        if sent[:1] == [question] and (spec.include_question or len(sent) == 1):
+            sent = sent[1:]
+        if phrases and sent[: len(phrases)] == phrases:
+            sent = sent[len(phrases) :]
+        written.extend(sent)
+    return written
 
 
 def without_lm(program: Any) -> Any:

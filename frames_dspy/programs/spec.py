@@ -1,9 +1,9 @@
 """What a program is, as data: a frozen :class:`ProgramSpec`, and the paper's conditions.
 
-A spec names a program kind (``naive``, ``bm25``, ``oracle``, ``multihop``) and the settings
-that shape it, including the token budget of the answer prompt's articles. It round-trips
-through a plain dict (``program.json``, run configs, Optuna trials), so a saved program is
-rebuilt with exactly the settings it was scored with.
+A spec names a program kind (``naive``, ``bm25``, ``oracle``, ``multihop``, ``agent`` ...) and
+the settings that shape it, including the token budget of the answer prompt's articles. It
+round-trips through a plain dict (``program.json``, run configs, Optuna trials), so a saved
+program is rebuilt with exactly the settings it was scored with.
 
 The settings each kind takes, with their defaults, are declared by the module class of that
 kind (see :mod:`frames_dspy.programs.modules`), which registers itself here: adding a kind is
@@ -55,6 +55,10 @@ _POSITIVE = (
     "context_tokens",
     "found_tokens",
     "lead_chars",
+    "max_steps",
+    "max_articles",
+    "max_agent_tokens",
+    "read_chars",
 )
 
 
@@ -63,10 +67,11 @@ class ProgramSpec:
     """The shape of one FRAMES program; settings a kind does not take stay None.
 
     Attributes:
-        kind: ``naive``, ``bm25``, ``oracle`` or ``multihop``.
+        kind: ``naive``, ``bm25``, ``phrases``, ``oracle``, ``multihop`` or ``agent``.
         rounds: Multi-step retrieval rounds.
         k: Queries per round (the question itself may be one of them).
-        n_docs: Articles retrieved per query (``bm25``: for the question).
+        n_docs: Articles retrieved per query (``bm25``: for the question; ``agent``: the
+            results one search shows).
         planning: The search-planning query prompt (and repeated queries dropped).
         titles: The article-title query prompt (``NameArticles``; repeats dropped).
         include_question: The question is one of each round's queries.
@@ -84,7 +89,15 @@ class ProgramSpec:
         context_tokens: Token budget of the articles in the answer prompt; None until the
             model is known (a run derives it from the model's window).
         found_tokens: Budget of the compact view (titles and leads) the query writer sees.
-        lead_chars: Characters of each article's opening shown in that view.
+        lead_chars: Characters of each article's opening shown in that view (``agent``: in
+            a search's results).
+        max_steps: The agent's actions (search, read, finish, or a malformed call) before it
+            must answer.
+        max_articles: Articles the agent may read before it must answer.
+        max_agent_tokens: Metered tokens the agent's steps may use before it must answer
+            (the answer call comes on top).
+        read_chars: Characters of an article the agent sees when it reads it (the answer
+            step sees the whole article, packed like every condition's).
     """
 
     kind: str
@@ -101,6 +114,10 @@ class ProgramSpec:
     context_tokens: int | None = None
     found_tokens: int | None = None
     lead_chars: int | None = None
+    max_steps: int | None = None
+    max_articles: int | None = None
+    max_agent_tokens: int | None = None
+    read_chars: int | None = None
 
     def __post_init__(self):
         settings = kind_settings(self.kind)
@@ -170,7 +187,8 @@ class ProgramSpec:
 
     def describe(self) -> str:
         """A short label, e.g. ``multihop planning r3 k2 n4`` (``q8``: question_docs, ``p6``:
-        phrase_docs, ``lm2``: the LM writes from round 2, ``no-lm``: it never writes)."""
+        phrase_docs, ``lm2``: the LM writes from round 2, ``no-lm``: it never writes), or
+        ``agent s10 a8 t8000 n10`` (steps, articles, tokens, results per search)."""
         if self.kind == "multihop":
             label = f"multihop {self.query_prompt} r{self.rounds} k{self.k} n{self.n_docs}"
             label += f" q{self.question_docs}" if self.question_docs else ""
@@ -182,4 +200,9 @@ class ProgramSpec:
             return f"bm25 n{self.n_docs}"
         if self.kind == "phrases":
             return f"phrases n{self.n_docs} k{self.k}"
+        if self.kind == "agent":
+            return (
+                f"agent s{self.max_steps} a{self.max_articles} t{self.max_agent_tokens} "
+                f"n{self.n_docs}"
+            )
         return self.kind

@@ -16,7 +16,11 @@ Schema versions (``record_schema`` in a run folder's ``config.json``):
 1. the untyped dict before this module; fields were added over time, so a version-1 line
    may lack some. Reading migrates it: a missing field takes the value a question that
    predates it would have had (``None`` for "not checked", 0 for a count).
-2. every field present, types as declared below (this version).
+2. every field present, types as declared below.
+3. adds what an agent did (``trajectory``, ``stop_reason``) and the near-repeat share of the
+   LM's queries (``near_repeat_rate``) (this version). A version-2 line has none of them:
+   it reads as a record of a condition without a trajectory whose repetition was not
+   measured (all three None).
 """
 
 from __future__ import annotations
@@ -30,6 +34,8 @@ from collections.abc import Iterable
 from dataclasses import MISSING, asdict, dataclass, field, fields
 from pathlib import Path
 from typing import Any
+
+from frames_dspy.programs.trajectory import AgentCounts, AgentStep
 
 logger = logging.getLogger(__name__)
 
@@ -46,7 +52,7 @@ __all__ = [
 ]
 
 #: The version of the record written by this code (``record_schema`` in ``config.json``).
-SCHEMA_VERSION = 2
+SCHEMA_VERSION = 3
 
 
 class RecordError(ValueError):
@@ -71,7 +77,16 @@ class QuestionRecord:
         recall: Gold-article recall after each round; [] when nothing was retrieved, None
             when the question has no gold article in the corpus.
         queries: The queries written, per round.
-        query_stats, query_repetition_rate: How often queries repeated.
+        query_stats, query_repetition_rate: How often queries repeated (exactly, as the
+            program counted them).
+        near_repeat_rate: The share of the LM's queries that near-repeat an earlier one
+            (:data:`~frames_dspy.results.metrics.NEAR_REPEAT`); None when the LM chose none
+            or a version-2 record did not measure it.
+        trajectory: What the agent did, step by step (:class:`AgentStep`: action, argument,
+            outcome, a short form of what came back, tokens); None for the conditions
+            without one. Its ``context_ids`` and ``queries`` have one round per step.
+        stop_reason: Why the agent stopped (``finish``, ``steps``, ``articles``,
+            ``tokens``, ``error``); None without a trajectory.
         packing: How the articles were fitted into the answer prompt.
         answer_in_context: Was the gold answer in the text the answer step saw (None: not
             checkable).
@@ -105,6 +120,9 @@ class QuestionRecord:
     queries: list[list[str]] = field(default_factory=list)
     query_stats: dict[str, Any] | None = None
     query_repetition_rate: float | None = None
+    near_repeat_rate: float | None = None
+    trajectory: list[AgentStep] | None = None
+    stop_reason: str | None = None
     packing: dict[str, Any] | None = None
     answer_in_context: bool | None = None
     prompt_tokens: int = 0
@@ -166,6 +184,45 @@ class QuestionRecord:
             return None
         return float(self.recall[0]) if self.recall else 0.0
 
+    # --- what an agent did (None for the conditions without a trajectory) ------------------
+
+    @property
+    def agent_counts(self) -> AgentCounts | None:
+        """Steps, searches, articles read, malformed calls ... of the agent's trajectory."""
+        return None if self.trajectory is None else AgentCounts.of(self.trajectory)
+
+    @property
+    def searched_ids(self) -> list[str] | None:
+        """The articles the agent's searches showed it, each once, in order."""
+        if self.trajectory is None:
+            return None
+        shown = (i for step in self.trajectory if step.is_search for i in step.article_ids)
+        return list(dict.fromkeys(shown))
+
+    @property
+    def read_ids(self) -> list[str] | None:
+        """The articles the agent read, in order."""
+        if self.trajectory is None:
+            return None
+        return [i for step in self.trajectory if step.is_read for i in step.article_ids]
+
+    @property
+    def used_ids(self) -> list[str] | None:
+        """The articles the answer step saw some of, after packing (none when it did not
+        run with articles)."""
+        if self.trajectory is None:
+            return None
+        kept = (self.packing or {}).get("kept_fraction") or {}
+        return [i for i, fraction in kept.items() if fraction > 0]
+
+    def gold_share(self, ids: list[str] | None) -> float | None:
+        """The share of the gold articles among ``ids``; None without a gold article or
+        without ids to look at (a condition without a trajectory)."""
+        if ids is None or not self.gold_ids:
+            return None
+        gold = set(self.gold_ids)
+        return len(gold & set(ids)) / len(gold)
+
     # --- JSON ------------------------------------------------------------------------------
 
     def to_json(self) -> str:
@@ -194,9 +251,22 @@ class QuestionRecord:
         for name in _COUNTS:
             if values.get(name) is None and name in values:
                 values[name] = 0  # a version-1 count that was never filled in
+        if values.get("trajectory") is not None:
+            values["trajectory"] = [_step(s, where) for s in values["trajectory"]]
         if values.get("judge_explanation") is None and "judge_explanation" in values:
             values["judge_explanation"] = ""
         return cls(**values)
+
+
+def _step(data: Any, where: str) -> AgentStep:
+    if isinstance(data, AgentStep):
+        return data
+    if not isinstance(data, dict) or "action" not in data:
+        raise RecordError(f"{where} has a trajectory step that is not a step: {data!r}"[:300])
+    try:
+        return AgentStep.from_dict(data)
+    except ValueError as err:
+        raise RecordError(f"{where}: {err}") from None
 
 
 def _id(value: Any) -> Any:

@@ -8,6 +8,9 @@ means the same wherever it is printed.
 Tokens per question are *metered* tokens of the program LM (every call, cached or not; see
 :mod:`frames_dspy.results.records`); ``reported_tokens_per_question`` is what the LM reported
 (cached calls count 0), shown for the money it stands for.
+
+What an agent did (:func:`agent_figures`) is averaged over the questions that have a
+trajectory; a condition without one gets None for each of those figures, never a zero.
 """
 
 from __future__ import annotations
@@ -18,7 +21,8 @@ from collections.abc import Iterable, Sequence
 from typing import Any
 
 from frames_dspy.judge.autorater import JUDGE_METHODS, is_rule_method, method_counts
-from frames_dspy.programs import CONDITIONS
+from frames_dspy.programs import CONDITIONS, MORE_CONDITIONS
+from frames_dspy.programs.trajectory import STOP_REASONS
 from frames_dspy.results.metrics import mean_recall
 from frames_dspy.results.records import QuestionRecord, unique_records
 
@@ -27,13 +31,15 @@ __all__ = [
     "ordered_conditions",
     "by_condition",
     "wilson_interval",
+    "agent_figures",
     "summarize_records",
     "summarize",
     "objective_value",
 ]
 
-#: Tables list conditions in the order of :data:`frames_dspy.programs.CONDITIONS`.
-CONDITION_ORDER = list(CONDITIONS)
+#: Tables list conditions in the order of :data:`frames_dspy.programs.CONDITIONS`, then
+#: :data:`~frames_dspy.programs.MORE_CONDITIONS`.
+CONDITION_ORDER = [*CONDITIONS, *MORE_CONDITIONS]
 
 
 def ordered_conditions(names: Iterable[str]) -> list[str]:
@@ -84,6 +90,43 @@ def _answer_in_context(records: Sequence[QuestionRecord]) -> dict[str, Any]:
     }
 
 
+#: The figures of :func:`agent_figures`, None for a condition without a trajectory.
+AGENT_FIGURES = (
+    "steps_per_question",
+    "searches_per_question",
+    "articles_read_per_question",
+    "malformed_calls_per_question",
+    "gold_searched",
+    "gold_read",
+    "gold_used",
+)
+
+
+def agent_figures(records: Sequence[QuestionRecord]) -> dict[str, Any]:
+    """What the agent did, per question with a trajectory (``agent_n`` of them): steps,
+    searches, articles read and malformed calls; the share of gold articles its searches
+    showed it, it read, and the answer step saw after packing (over those with a gold
+    article); and how many stopped for each reason (:data:`STOP_REASONS`)."""
+    acted = [r for r in records if r.trajectory is not None]
+    counts = [r.agent_counts for r in acted]
+    stops = Counter(r.stop_reason or "error" for r in acted)
+
+    def per_q(values: Iterable[float]) -> float | None:
+        return sum(values) / len(acted) if acted else None
+
+    return {
+        "agent_n": len(acted),
+        "steps_per_question": per_q(c.steps for c in counts),
+        "searches_per_question": per_q(c.searches for c in counts),
+        "articles_read_per_question": per_q(c.reads for c in counts),
+        "malformed_calls_per_question": per_q(c.malformed for c in counts),
+        "gold_searched": _mean(r.gold_share(r.searched_ids) for r in acted),
+        "gold_read": _mean(r.gold_share(r.read_ids) for r in acted),
+        "gold_used": _mean(r.gold_share(r.used_ids) for r in acted),
+        "stop_reasons": {k: stops[k] for k in STOP_REASONS if stops[k]} if acted else None,
+    }
+
+
 def summarize_records(records: Sequence[QuestionRecord]) -> dict[str, Any]:
     """The figures of one condition's records (see :func:`summarize`)."""
     records, duplicates = unique_records(records)
@@ -126,6 +169,8 @@ def summarize_records(records: Sequence[QuestionRecord]) -> dict[str, Any]:
         "lm_calls_per_question": per_q(sum(r.lm_calls for r in records)),
         "cost_usd": sum(costs) if costs else None,
         "query_repetition_rate": _mean(r.query_repetition_rate for r in records),
+        "near_repeat_rate": _mean(r.near_repeat_rate for r in records),
+        **agent_figures(records),
         "seconds_per_question": per_q(sum(r.seconds for r in records)),
         "duplicates_ignored": duplicates,
     }
@@ -145,6 +190,11 @@ def summarize(records: Iterable[QuestionRecord]) -> dict[str, dict[str, Any]]:
     and nothing is averaged over the successes only; ``accuracy_judged`` leaves judge errors
     out, for comparison. ``lm_calls`` and ``cached_calls`` count program and judge calls;
     ``lm_calls_per_question`` and the tokens count the program's alone.
+
+    Repetition: ``query_repetition_rate`` (exact repeats, as a program counted them) and
+    ``near_repeat_rate`` (:data:`~frames_dspy.results.metrics.NEAR_REPEAT` over the queries
+    the LM chose), each the mean over the questions where the LM chose a query. The agent's
+    figures come from :func:`agent_figures`.
     """
     return {name: summarize_records(group) for name, group in by_condition(records).items()}
 

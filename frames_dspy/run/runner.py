@@ -30,8 +30,10 @@ from frames_dspy.judge.autorater import Autorater, Judgement
 from frames_dspy.lm import LMSetupError
 from frames_dspy.lm.accounting import TOKEN_METER, attached_callbacks, metered
 from frames_dspy.programs.modules import recording_rounds
+from frames_dspy.programs.sources import lm_queries
+from frames_dspy.programs.trajectory import AgentTrace, recording_steps
 from frames_dspy.results.answer_in_context import answer_in_context
-from frames_dspy.results.metrics import gold_recall, query_repetition_rate
+from frames_dspy.results.metrics import NEAR_REPEAT, gold_recall, query_repetition_rate
 from frames_dspy.results.records import QuestionRecord
 
 logger = logging.getLogger(__name__)
@@ -70,6 +72,17 @@ def _reported_tokens(tracker: UsageTracker) -> tuple[int, int]:
     return prompt, completion
 
 
+def _near_repeat_rate(program: dspy.Module, question: str, pred: dspy.Prediction) -> float | None:
+    """The near-repeat share of the queries the program's LM chose (None for a program
+    without a spec, or whose LM chose none)."""
+    spec = getattr(program, "spec", None)
+    if spec is None:
+        return None
+    chosen = lm_queries(spec, question, pred.get("queries") or [])
+    dropped = (pred.get("query_stats") or {}).get("dropped_repeats", 0)
+    return NEAR_REPEAT.share(chosen, dropped_repeats=dropped)
+
+
 def run_question(
     label: str,
     program: dspy.Module,
@@ -89,6 +102,7 @@ def run_question(
     """
     started = time.perf_counter()
     pred, error, error_kind, meter, rounds, usage = _run_program(label, program, example, lm)
+    trajectory = pred.get("trajectory")
     prompt_tokens, completion_tokens = _reported_tokens(usage)
     with metered() as judge_meter:
         verdict = _judge(autorater, example, pred.answer)
@@ -116,6 +130,9 @@ def run_question(
         queries=pred.get("queries") or [],
         query_stats=pred.get("query_stats"),
         query_repetition_rate=query_repetition_rate(pred.get("query_stats")),
+        near_repeat_rate=_near_repeat_rate(program, example.question, pred),
+        trajectory=list(trajectory) if trajectory is not None else None,
+        stop_reason=pred.get("stop_reason"),
         packing=pred.get("packing"),
         # Was the gold answer in the text the answer step saw? (None: no context, or a gold
         # that cannot be looked for literally.) The text itself is not kept.
@@ -143,11 +160,17 @@ def _run_program(label: str, program: dspy.Module, example: dspy.Example, lm: ds
 
     The program LM's use is counted here once: metered (every call, cached or not) and as
     the LM reported it (DSPy's usage tracker; a cached call reports nothing), whether the
-    program finished or failed half-way.
+    program finished or failed half-way. So are the rounds and, for an agent, the steps it
+    took before failing.
     """
     inputs = {name: example[name] for name in program.input_fields}
     error = error_kind = None
-    with metered() as meter, recording_rounds() as rounds, track_usage() as usage:
+    with (
+        metered() as meter,
+        recording_rounds() as rounds,
+        recording_steps() as steps,
+        track_usage() as usage,
+    ):
         try:
             with dspy.context(lm=lm):
                 pred = program(**inputs)
@@ -161,8 +184,16 @@ def _run_program(label: str, program: dspy.Module, example: dspy.Example, lm: ds
                 answer="",
                 context_ids=rounds["context_ids"],
                 queries=rounds["queries"],
+                **_failed_agent(steps),
             )
     return pred, error, error_kind, meter, rounds, usage
+
+
+def _failed_agent(steps: AgentTrace) -> dict[str, Any]:
+    """What an agent that failed half-way did (nothing for other programs)."""
+    if steps.steps is None:
+        return {}
+    return {"trajectory": list(steps.steps), "stop_reason": "error"}
 
 
 @dataclass

@@ -96,7 +96,7 @@ def test_to_dict_leaves_an_unset_budget_out_and_from_dict_keeps_it_unset():
 def test_an_unknown_kind_names_the_known_ones():
     with pytest.raises(ValueError, match="unknown program kind 'retro'") as info:
         ProgramSpec("retro")
-    assert str(info.value).endswith("choose one of bm25, multihop, naive, oracle, phrases")
+    assert str(info.value).endswith("choose one of agent, bm25, multihop, naive, oracle, phrases")
 
 
 @pytest.mark.parametrize("data", [{"rounds": 2}, ["multihop"], None])

@@ -8,6 +8,7 @@ from pathlib import Path
 
 import pytest
 
+from frames_dspy.programs.trajectory import AgentStep
 from frames_dspy.results.records import (
     SCHEMA_VERSION,
     QuestionRecord,
@@ -57,6 +58,68 @@ def test_a_version_1_line_is_migrated(tmp_path):
     (record,) = load_records(folder)
     assert (record.id, record.lm_calls, record.metered_tokens, record.error_kind) == (4, 0, 0, None)
     assert record.answer_in_context is None and record.reported_tokens == 12
+
+
+AGENT_STEPS = [
+    AgentStep("search", "Bell birthplace", "ok", "Alexander Graham Bell; Telephone",
+              ["bell", "phone"], 90),
+    AgentStep("read", "Alexander Graham Bell", "ok", "Alexander Graham Bell: born in…",
+              ["bell"], 120),
+    AgentStep("lookup", "Edinburgh", "unknown_tool", "no such tool", [], 130),
+    AgentStep("finish", tokens=140),
+]  # fmt: skip
+
+
+def agent_record(**extra) -> QuestionRecord:
+    return QuestionRecord(
+        "agent", 5, gold_ids=["bell", "leith"], trajectory=list(AGENT_STEPS),
+        stop_reason="finish", near_repeat_rate=0.0, context_ids=[[], ["bell"], ["bell"], ["bell"]],
+        recall=[0.0, 0.5, 0.5, 0.5], packing={"kept_fraction": {"bell": 0.6}}, **extra,
+    )  # fmt: skip
+
+
+def test_an_agent_record_round_trips_with_its_steps_typed():
+    record = agent_record()
+    again = QuestionRecord.from_dict(json.loads(record.to_json()))
+    assert again == record and isinstance(again.trajectory[0], AgentStep)
+    counts = again.agent_counts
+    assert (counts.steps, counts.searches, counts.reads, counts.malformed) == (4, 1, 1, 1)
+    assert again.searched_ids == ["bell", "phone"] and again.read_ids == ["bell"]
+    assert again.used_ids == ["bell"]
+    assert again.gold_share(again.searched_ids) == 0.5 == again.gold_share(again.read_ids)
+    # A condition without a trajectory has none of these figures: None, never 0.
+    plain = QuestionRecord("bm25-2", 5, gold_ids=["bell"])
+    assert plain.agent_counts is plain.searched_ids is plain.used_ids is None
+    assert plain.gold_share(plain.read_ids) is None
+
+
+def test_a_version_2_line_reads_as_a_record_without_a_trajectory(tmp_path):
+    # A record as version 2 wrote it: every field of its day, none of version 3's.
+    old = QuestionRecord("multistep-vanilla", 9, queries=[["q"]], query_repetition_rate=0.5)
+    line = json.loads(old.to_json())
+    for added in ("trajectory", "stop_reason", "near_repeat_rate"):
+        del line[added]
+    folder = tmp_path / "run"
+    folder.mkdir()
+    (folder / "config.json").write_text(json.dumps({"record_schema": 2}))
+    (folder / "predictions.jsonl").write_text(json.dumps(line) + "\n")
+    (record,) = load_records(folder)
+    assert record == old
+    assert record.trajectory is None and record.stop_reason is None
+    assert record.near_repeat_rate is None and record.query_repetition_rate == 0.5
+
+
+def test_a_trajectory_step_that_is_not_a_step_names_the_line(tmp_path):
+    path = tmp_path / "predictions.jsonl"
+    bad = json.loads(agent_record().to_json())
+    bad["trajectory"][1] = "read Edinburgh"
+    path.write_text(json.dumps(bad) + "\n{}\n")
+    with pytest.raises(RecordError, match="line 1 has a trajectory step that is not a step"):
+        read_records(path)
+    bad["trajectory"][1] = {"action": "read", "outcome": "fine"}
+    path.write_text(json.dumps(bad) + "\n{}\n")
+    with pytest.raises(RecordError, match="line 1: unknown step outcome 'fine'"):
+        read_records(path)
 
 
 def test_a_newer_folder_is_refused_with_the_fix(tmp_path):
