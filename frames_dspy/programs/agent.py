@@ -257,10 +257,10 @@ class SearchAgent(_FramesProgram):
     def search(self, query: str, work: AgentWork) -> _Turn:
         """The top ``n_docs`` articles for the keywords, articles already read left out."""
         hits = self.retriever.search(query, self.n_docs, exclude=work.read_ids)
+        work.latest = list(hits)  # what a number names from now on
         if not hits:
             note = "no article matches these keywords; try other words"
             return _Turn(AgentStep(SEARCH, query, "no_results", note), note, note)
-        work.latest = list(hits)
         store = self.retriever.store
         lines = [
             f"[{n}] {hit.title}: {_opening(store[hit.article_id].text, self.lead_chars)}"
