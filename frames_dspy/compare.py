@@ -65,6 +65,23 @@ def _spec_line(pair: PairComparison) -> list[str]:
     return [f"program specs that differ: {changed}"]
 
 
+def _search_rows(pair: PairComparison) -> list[str]:
+    """How each side searched, for the pairs where a side has the figure ("—" where the
+    other has none): near-repeated queries, an agent's steps and articles read."""
+    rows = (
+        ("near-repeated queries (share)", pair.near_repeat_a, pair.near_repeat_b, 2),
+        ("agent steps / question", pair.steps_per_q_a, pair.steps_per_q_b, 1),
+        ("articles read / question", pair.articles_read_per_q_a, pair.articles_read_per_q_b, 1),
+    )
+    lines = []
+    for label, a, b, digits in rows:
+        if a is None and b is None:
+            continue
+        diff = _num(b - a, digits, sign=True) if a is not None and b is not None else "—"
+        lines.append(f"| {label} | {_num(a, digits)} | {_num(b, digits)} | {diff} | |")
+    return lines
+
+
 def _pair_text(pair: PairComparison) -> list[str]:
     title = (
         pair.condition_a
@@ -102,6 +119,7 @@ def _pair_text(pair: PairComparison) -> list[str]:
         f"{format_interval(pair.recall_round1_ci95)} |",
         f"| tokens / question | {_num(pair.tokens_per_q_a, 0)} | {_num(pair.tokens_per_q_b, 0)} "
         f"| {token_diff} | |",
+        *_search_rows(pair),
         f"| program errors (counted wrong) | {ea.program} | {eb.program} | | |",
         f"| judge errors (counted wrong) | {ea.judge} | {eb.judge} | | |",
         "",

@@ -31,7 +31,7 @@ from frames_dspy.data.corpus import CorpusError
 from frames_dspy.data.download import DownloadError
 from frames_dspy.data.questions import DatasetError
 from frames_dspy.lm import LMSetupError
-from frames_dspy.programs import CONDITIONS
+from frames_dspy.programs import CONDITIONS, MORE_CONDITIONS
 from frames_dspy.results import report
 from frames_dspy.results.run_folder import WRITE_ERRNOS, FolderWriteError, write_error
 from frames_dspy.run.evaluation import EvalConfig, run_evaluation
@@ -43,13 +43,16 @@ __all__ = ["EvalConfig", "run_evaluation", "build_parser", "main"]
 def build_parser() -> argparse.ArgumentParser:
     # --conditions defaults to None here: alone, --program runs only the program.
     defaults = EvalConfig(conditions=None)
-    conditions = "\n".join(f"  {name:<20} {c.summary}" for name, c in CONDITIONS.items())
+    conditions = "\n".join(
+        f"  {name:<20} {c.summary}" for name, c in (CONDITIONS | MORE_CONDITIONS).items()
+    )
     parser = CommandParser(
         prog="python -m frames_dspy.evaluate",
         formatter_class=argparse.RawDescriptionHelpFormatter,
         description=(
             "Run the FRAMES paper's setups on FRAMES questions and score them with the\n"
-            f"autorater. Conditions:\n{conditions}\n\n"
+            "autorater. Conditions (the first six by default; agent when named):\n"
+            f"{conditions}\n\n"
             "Before any LM call it prints an estimate of LM calls, tokens and (for priced API\n"
             "models) dollars per condition; one bar then shows progress over the whole run\n"
             "with an ETA and what was spent. Everything lands in a run folder (--out): rerun\n"
@@ -128,14 +131,15 @@ def main(argv: Sequence[str] | None = None) -> int:
         )
         return 130
     print()
+    measured = not config.retrieval_only
     print(
         report.table3_markdown(
-            summary,
-            model=config.model,
-            notes=summary.notes,
-            accuracy_measured=not config.retrieval_only,
+            summary, model=config.model, notes=summary.notes, accuracy_measured=measured
         )
     )
+    search = report.search_markdown(summary, accuracy_measured=measured)
+    if search:
+        print(search)
     print(f"run folder: {config.out}")
     if summary.stopped:
         print(f"stopped early: {summary.stopped}; rerun with --out {config.out} to continue")

@@ -9,8 +9,10 @@ with their own intervals would need.
 
 Per condition pair this module gives accuracy A and B, the difference B - A with a paired
 bootstrap 95% interval, an exact McNemar test on the questions that flipped, gold-article
-recall (after the last round and after round 1) the same paired way, tokens per question and
-error counts. Functions return dataclasses; :mod:`frames_dspy.compare` prints them.
+recall (after the last round and after round 1) the same paired way, tokens per question,
+error counts, and how each side searched (the near-repeat share of its LM's queries; an
+agent's steps and articles read, None for a side without a trajectory). Functions return
+dataclasses; :mod:`frames_dspy.compare` prints them.
 """
 
 from __future__ import annotations
@@ -25,7 +27,7 @@ from typing import Any
 import numpy as np
 
 from frames_dspy.base.settings import setting
-from frames_dspy.programs.conditions import MULTIHOP_KNOBS
+from frames_dspy.programs.conditions import AGENT_KNOBS, MULTIHOP_KNOBS
 from frames_dspy.results.records import QuestionRecord, RecordError
 from frames_dspy.results.run_folder import load_records
 from frames_dspy.results.stats import mcnemar_exact, paired_bootstrap_ci
@@ -56,7 +58,7 @@ _IGNORED_SETTINGS = ("out", "threads", "mlflow", "mlflow_experiment", "mlflow_tr
 #: Command-line settings that only shape the programs run. When both runs recorded the spec of
 #: each program they ran (``programs`` in config.json), the specs are compared instead: with
 #: ``--program`` the command line's rounds/k/n_docs are defaults that were never used.
-_SPEC_SETTINGS = ("conditions", "program", *MULTIHOP_KNOBS)
+_SPEC_SETTINGS = ("conditions", "program", *MULTIHOP_KNOBS, *AGENT_KNOBS)
 
 #: Below this many paired questions a percentile bootstrap interval is too narrow to trust.
 SMALL_N = 30
@@ -189,6 +191,14 @@ class PairComparison:
     recall_round1_ci95: list[float] | None
     tokens_per_q_a: float | None
     tokens_per_q_b: float | None
+    #: How each side searched (None where a side has no such figure): the near-repeat share
+    #: of its LM's queries, and an agent's steps and articles read per question.
+    near_repeat_a: float | None
+    near_repeat_b: float | None
+    steps_per_q_a: float | None
+    steps_per_q_b: float | None
+    articles_read_per_q_a: float | None
+    articles_read_per_q_b: float | None
     errors: dict[str, SideErrors]
     verdict: str
     #: Program spec fields that differ: name -> [value in A, value in B]; None when a run
@@ -356,10 +366,23 @@ def compare_conditions(
         only_in_b=_sorted_ids(set(side_b) - set(side_a)),
         **accuracy,
         **recall,
-        tokens_per_q_a=summarize_records(recs_a)["tokens_per_question"],
-        tokens_per_q_b=summarize_records(recs_b)["tokens_per_question"],
+        **_search_figures(summarize_records(recs_a), summarize_records(recs_b)),
         errors={"a": _side_errors(recs_a, shared), "b": _side_errors(recs_b, shared)},
     )
+
+
+def _search_figures(row_a: dict[str, Any], row_b: dict[str, Any]) -> dict[str, Any]:
+    """Tokens and how each side searched, from each side's summary of the paired questions."""
+    figures = {
+        "tokens_per_q": "tokens_per_question",
+        "near_repeat": "near_repeat_rate",
+        "steps_per_q": "steps_per_question",
+        "articles_read_per_q": "articles_read_per_question",
+    }
+    out = {}
+    for name, figure in figures.items():
+        out[f"{name}_a"], out[f"{name}_b"] = row_a[figure], row_b[figure]
+    return out
 
 
 def _retrieval_only(run: Run) -> bool:

@@ -3,8 +3,10 @@
 The page opens from disk with no server and no network: its CSS and script are inlined, the
 plots are PNG data URIs and the records are one JSON blob the script renders a page of rows at
 a time, so 824 questions x 6 conditions stay fast. It shows the run's header (models, judge,
-cache, settings, data hashes), the Table-3 cells of :func:`frames_dspy.results.report.table3_cells`,
-the plots, and one row per question x condition with filters and a link anchor per row
+cache, settings, data hashes), the Table-3 cells of :func:`frames_dspy.results.report.table3_cells`
+and the search cells of :func:`~frames_dspy.results.report.search_cells`, the plots, and one
+row per question x condition (an agent's row with its trajectory, step by step) with filters
+and a link anchor per row
 (``#row=<condition>/<id>``, or ``#row=B:<condition>/<id>`` for a second run). Given a second
 run, the flipped questions of each condition pair come first, under the intervals of
 :func:`frames_dspy.results.comparison.compare_runs` (the statistics are computed there, not here).
@@ -23,9 +25,15 @@ from typing import Any
 
 from frames_dspy.base.files import atomic_write_text
 from frames_dspy.judge.autorater import JUDGE_METHODS, is_rule_method
+from frames_dspy.programs.trajectory import MALFORMED
 from frames_dspy.results.comparison import CompareConfig, compare_runs, comparison_dict, load_run
 from frames_dspy.results.records import QuestionRecord
-from frames_dspy.results.report import CONDITION_ORDER, table3_cells
+from frames_dspy.results.report import (
+    CONDITION_ORDER,
+    SEARCH_NOTE,
+    search_cells,
+    table3_cells,
+)
 from frames_dspy.results.summary import summarize
 
 logger = logging.getLogger(__name__)
@@ -36,6 +44,8 @@ __all__ = [
     "outcome",
     "verdict_source",
     "gold_rounds",
+    "gold_search_steps",
+    "trajectory_rows",
     "report_data",
     "render_report",
     "write_html_report",
@@ -78,6 +88,26 @@ def gold_rounds(record: QuestionRecord) -> list[int | None]:
         first = next((i for i, ids in enumerate(record.context_ids, start=1) if gold in ids), None)
         found.append(first)
     return found
+
+
+def gold_search_steps(record: QuestionRecord) -> list[int | None] | None:
+    """For each gold article, the first step (1-based) whose search showed it, or None; None
+    for a record without a trajectory."""
+    if record.trajectory is None:
+        return None
+    shown: list[int | None] = []
+    for gold in record.gold_ids:
+        steps = enumerate(record.trajectory, start=1)
+        shown.append(next((n for n, s in steps if s.is_search and gold in s.article_ids), None))
+    return shown
+
+
+def trajectory_rows(record: QuestionRecord) -> list[list[Any]] | None:
+    """The agent's steps for the page: action, argument, outcome, what came back, tokens;
+    None for a record without a trajectory."""
+    if record.trajectory is None:
+        return None
+    return [[s.action, s.argument, s.outcome, s.observation, s.tokens] for s in record.trajectory]
 
 
 def _questions_and_rows(
@@ -125,6 +155,10 @@ def _questions_and_rows(
                 "cc": r.cached_calls,
                 "rt": r.retries,
                 "pk": packed if packing else None,
+                "nr": r.near_repeat_rate,
+                "tj": trajectory_rows(r),
+                "sr": r.stop_reason,
+                "gs": gold_search_steps(r),
             }
         )
     return rows
@@ -167,11 +201,13 @@ def _run_part(
     header, cells = table3_cells(
         summary, model=settings.get("model", ""), accuracy_measured=measured
     )
+    search_header, search_rows = search_cells(summary, accuracy_measured=measured)
     return {
         "path": str(run_dir),
         "config": config,
         "summary": summary,
         "table": {"header": header, "rows": cells},
+        "search": {"header": search_header, "rows": search_rows},
         "plots": _plots(run_dir),
         "notes": _notes(run_dir),
     }
@@ -310,21 +346,28 @@ def _cell(value: Any) -> Any:
     return json.dumps(value) if isinstance(value, dict | list) else value
 
 
-def _table_html(part: dict[str, Any]) -> str:
-    header = "".join(f"<th>{_esc(h)}</th>" for h in part["table"]["header"])
+def _cells_html(table: dict[str, Any], css: str) -> str:
+    header = "".join(f"<th>{_esc(h)}</th>" for h in table["header"])
     body = "".join(
-        "<tr>" + "".join(f"<td>{_esc(c)}</td>" for c in cells) + "</tr>"
-        for cells in part["table"]["rows"]
+        "<tr>" + "".join(f"<td>{_esc(c)}</td>" for c in cells) + "</tr>" for cells in table["rows"]
+    )
+    return f'<table class="{css}"><thead><tr>{header}</tr></thead><tbody>{body}</tbody></table>'
+
+
+def _table_html(part: dict[str, Any]) -> str:
+    search = part.get("search") or {}
+    searched = (
+        f"<h3>How the LM searched</h3>{_cells_html(search, 'table3 search')}"
+        f'<p class="note">{_esc(SEARCH_NOTE)}</p>'
+        if search.get("rows")
+        else ""
     )
     plots = "".join(
         f'<figure><img alt="{_esc(p["caption"])}" src="{p["src"]}">'
         f"<figcaption>{_esc(p['caption'])}</figcaption></figure>"
         for p in part["plots"]
     )
-    return (
-        f'<table class="table3"><thead><tr>{header}</tr></thead><tbody>{body}</tbody></table>'
-        f'<div class="plots">{plots}</div>'
-    )
+    return f'{_cells_html(part["table"], "table3")}{searched}<div class="plots">{plots}</div>'
 
 
 def _asset(name: str) -> str:
@@ -364,6 +407,7 @@ def data_for_script(data: dict[str, Any]) -> dict[str, Any]:
         "rows": data["rows"],
         "comparison": data["comparison"],
         "outcomes": data["outcomes"],
+        "malformed": sorted(MALFORMED),
         "runs": [part["path"] for part in data["runs"]],
     }
 

@@ -39,6 +39,9 @@ __all__ = [
     "summarize",
     "table3_cells",
     "table3_markdown",
+    "SEARCH_NOTE",
+    "search_cells",
+    "search_markdown",
     "duplicates_note",
     "accuracy_by_reasoning_type",
     "accuracy_by_article_count",
@@ -140,6 +143,78 @@ def table3_markdown(
     lines.append("|---|---:|---:|---|" + "---:|" * (len(header) - 4))
     lines += ["| " + " | ".join(cells) + " |" for cells in rows]
     return "\n".join(lines) + "\n"
+
+
+#: What the search table's columns mean, printed under it.
+SEARCH_NOTE = (
+    "near-repeated queries: the share of the queries the LM chose (the agent's searches, a "
+    "multi-step program's written queries) whose content words overlap an earlier one's by "
+    "3/4 or more; exact: repeated word for word. Steps, searches, articles read, malformed "
+    "calls and gold searched/read/used (the share of gold articles the agent's searches "
+    "showed it, it read, the answer step saw) are an agent's; a condition without a "
+    "trajectory shows —. Stopped by: why each question's agent stopped."
+)
+
+
+def _share(value: float | None) -> str:
+    return "—" if value is None else f"{value:.2f}"
+
+
+def _stops(row: dict[str, Any]) -> str:
+    stops = row.get("stop_reasons")
+    return ", ".join(f"{reason} {n}" for reason, n in stops.items()) if stops else "—"
+
+
+def search_cells(
+    summary: dict[str, dict[str, Any]], *, accuracy_measured: bool = True
+) -> tuple[list[str], list[list[str]]]:
+    """How each condition's LM searched, for the conditions whose LM chose queries or that
+    have a trajectory: repetition (near and exact), an agent's steps, searches, articles
+    read, malformed calls, the gold it searched up, read and used, why it stopped, and the
+    tokens. A figure a condition does not have is "—" (no misleading zeros); ``gold used``
+    too when no answer step ran (``accuracy_measured`` False)."""
+    header = [
+        "condition", "n", "tokens/q", "near-repeated queries", "exact repeats", "steps/q",
+        "searches/q", "articles read/q", "malformed calls/q", "gold searched", "gold read",
+        "gold used", "stopped by",
+    ]  # fmt: skip
+    rows = []
+    for name in [c for c in CONDITION_ORDER if c in summary] + sorted(
+        set(summary) - set(CONDITION_ORDER)
+    ):
+        row = summary[name]
+        if row.get("near_repeat_rate") is None and not row.get("agent_n"):
+            continue
+        per_q = [row.get(k) for k in ("steps_per_question", "searches_per_question")]
+        per_q += [
+            row.get(k) for k in ("articles_read_per_question", "malformed_calls_per_question")
+        ]
+        used = row.get("gold_used") if accuracy_measured else None
+        rows.append(
+            [
+                name,
+                str(row["n"]),
+                f"{row['tokens_per_question']:.0f}",
+                _share(row.get("near_repeat_rate")),
+                _share(row.get("query_repetition_rate")),
+                *(_fmt(v, 1) for v in per_q),
+                *(_share(row.get(k)) for k in ("gold_searched", "gold_read")),
+                _share(used),
+                _stops(row),
+            ]
+        )
+    return header, rows
+
+
+def search_markdown(summary: dict[str, dict[str, Any]], *, accuracy_measured: bool = True) -> str:
+    """:func:`search_cells` as a markdown table with its note; "" when no condition's LM
+    chose a query."""
+    header, rows = search_cells(summary, accuracy_measured=accuracy_measured)
+    if not rows:
+        return ""
+    lines = ["| " + " | ".join(header) + " |", "|---|" + "---:|" * 11 + "---|"]
+    lines += ["| " + " | ".join(cells) + " |" for cells in rows]
+    return "\n".join([*lines, "", SEARCH_NOTE]) + "\n"
 
 
 def duplicates_note(summary: dict[str, dict[str, Any]]) -> str | None:
@@ -428,7 +503,8 @@ def write_reports(
     if not records:
         return summary
     table = table3_markdown(summary, model=model, notes=notes, accuracy_measured=accuracy_measured)
-    atomic_write_text(run_dir / "table.md", table)
+    search = search_markdown(summary, accuracy_measured=accuracy_measured)
+    atomic_write_text(run_dir / "table.md", table + (f"\n{search}" if search else ""))
     atomic_write_text(
         run_dir / "by_reasoning_type.md",
         _accuracy_markdown(accuracy_by_reasoning_type(records), accuracy_measured),

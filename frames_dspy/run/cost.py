@@ -15,6 +15,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 
 from frames_dspy.lm import ModelSpec
+from frames_dspy.lm.accounting import CHARS_PER_TOKEN
 from frames_dspy.programs import ProgramSpec
 from frames_dspy.results.records import QuestionRecord
 
@@ -25,6 +26,7 @@ __all__ = [
     "QuestionCost",
     "question_cost",
     "multihop_cost",
+    "agent_cost",
     "Pricer",
     "SpendMeter",
     "estimate_lines",
@@ -41,13 +43,24 @@ JUDGE_OUTPUT = 60
 #: MultiHop's ``found_tokens`` (1000).
 FOUND_PER_ARTICLE = 40
 FOUND_CAP = 1000
+#: An agent step: its fixed prompt (instructions, fields, question), its output (a thought,
+#: a tool, an argument), and what each earlier step adds to later prompts in short form.
+STEP_PROMPT = 500
+STEP_OUTPUT = 60
+STEP_HISTORY = 40
 
 ASSUMPTIONS = (
     "query call = {q_v}/{q_p}/{q_t} prompt tokens (vanilla/planning/titles) + 40 per article "
-    "found so far (capped at 1000) and {o_v}/{o_p}/{o_t} output; answer call = {a} + the "
-    "article budget (--context-tokens; whole articles always fill it) and {ao} output; "
-    "judge call = {j} + {jo}, assumed for every question (rules settle many without it)"
+    "found so far (capped at 1000) and {o_v}/{o_p}/{o_t} output; agent step = {s} + 40 per "
+    "search result shown + {h} per earlier step + half a read's opening per earlier step, "
+    "and {so} output, every step taken until --max-agent-tokens is reached; answer call = "
+    "{a} + the article budget (--context-tokens; whole articles always fill it) and {ao} "
+    "output; judge call = {j} + {jo}, assumed for every question (rules settle many "
+    "without it)"
 ).format(
+    s=STEP_PROMPT,
+    h=STEP_HISTORY,
+    so=STEP_OUTPUT,
     q_v=QUERY_PROMPT["vanilla"],
     q_p=QUERY_PROMPT["planning"],
     q_t=QUERY_PROMPT["titles"],
@@ -100,16 +113,58 @@ def multihop_cost(
             calls += 1
             prompt_tokens += QUERY_PROMPT[prompt] + found
             completion += QUERY_OUTPUT[prompt]
+    return _then_answer(QuestionCost(calls, prompt_tokens, completion), context_tokens, answer)
+
+
+def agent_cost(
+    max_steps: int,
+    n_docs: int,
+    read_chars: int,
+    max_agent_tokens: int,
+    *,
+    context_tokens: int,
+    answer: bool = True,
+) -> QuestionCost:
+    """One question of the agent at its limits: a step call for every step it may take,
+    each prompt holding the latest results and the earlier steps (every other one a read),
+    until the steps' tokens reach ``max_agent_tokens`` (the step that crosses it counts, as
+    it does when the agent runs); then one answer call (none with ``answer=False``). An
+    upper bound: an agent that finishes early costs less."""
+    calls = prompt_tokens = completion = 0.0
+    per_step = STEP_HISTORY + read_chars / CHARS_PER_TOKEN / 2
+    for step in range(max_steps):
+        if prompt_tokens + completion >= max_agent_tokens:
+            break
+        calls += 1
+        prompt_tokens += STEP_PROMPT + n_docs * FOUND_PER_ARTICLE + step * per_step
+        completion += STEP_OUTPUT
+    return _then_answer(QuestionCost(calls, prompt_tokens, completion), context_tokens, answer)
+
+
+def _then_answer(search: QuestionCost, context_tokens: int, answer: bool) -> QuestionCost:
+    """A program's search calls, then its answer call over ``context_tokens`` of articles
+    (none without the answer step)."""
     if not answer:
-        return QuestionCost(calls, prompt_tokens, completion)
+        return search
     return QuestionCost(
-        calls + 1, prompt_tokens + ANSWER_PROMPT + context_tokens, completion + ANSWER_OUTPUT
+        search.calls + 1,
+        search.prompt_tokens + ANSWER_PROMPT + context_tokens,
+        search.completion_tokens + ANSWER_OUTPUT,
     )
 
 
 def question_cost(spec: ProgramSpec, *, answer: bool = True) -> QuestionCost:
     """One question of any program (its spec's budget must be set for kinds with articles);
     ``answer=False``: the retrieval half alone (``--retrieval-only``), no answer call."""
+    if spec.kind == "agent":
+        return agent_cost(
+            spec.max_steps,
+            spec.n_docs,
+            spec.read_chars,
+            spec.max_agent_tokens,
+            context_tokens=spec.context_tokens,
+            answer=answer,
+        )
     if spec.kind == "multihop":
         return multihop_cost(
             spec.rounds,

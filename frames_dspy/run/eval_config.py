@@ -10,13 +10,16 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from frames_dspy.base.settings import resume_keys, setting
-from frames_dspy.programs import CONDITIONS
+from frames_dspy.programs import CONDITIONS, MORE_CONDITIONS
+from frames_dspy.programs.spec import kind_settings
 from frames_dspy.run.settings import RunSettings
 
 __all__ = ["EvalConfig", "RESUME_KEYS"]
 
 _EVALUATE = ("evaluate",)
 _WHAT, _WHICH, _RUN = "what to run", "which questions", "run"
+#: The agent's settings with their defaults, declared by its class (SearchAgent).
+_AGENT = kind_settings("agent")
 
 
 @dataclass(frozen=True)
@@ -31,6 +34,8 @@ class EvalConfig(RunSettings):
         rounds, k, n_docs, question_docs, phrase_docs: Multi-step knobs (with
             ``include_question`` and ``cot``, for every condition, from
             :class:`~frames_dspy.run.settings.RunSettings`).
+        max_steps, max_articles, max_agent_tokens: The agent's limits (``n_docs`` is also
+            its results per search).
         no_lm_parts: Also run each LM-writing program's no-LM parts alone (``NAME-no-lm``).
         retrieval_only: Run only the retrieval half of every program (no answer call, so no
             judge call: accuracy is not measured, recall and query tokens are). Recall
@@ -48,9 +53,10 @@ class EvalConfig(RunSettings):
         kind="condition_list",
         group=_WHAT,
         entries=_EVALUATE,
-        help=f"comma-separated; default all: {','.join(CONDITIONS)}; also bm25-N for the "
-        "top N articles for the question (any N >= 1, e.g. bm25-12) and phrases-N (no LM: "
-        "the question's capitalised phrases as extra queries, N articles)",
+        help=f"comma-separated; default the paper's: {','.join(CONDITIONS)}; also "
+        f"{','.join(MORE_CONDITIONS)} (the LM searches, reads and stops by itself), bm25-N for "
+        "the top N articles for the question (any N >= 1, e.g. bm25-12) and phrases-N (no "
+        "LM: the question's capitalised phrases as extra queries, N articles)",
     )
     split: str = setting(
         "all",
@@ -111,7 +117,7 @@ class EvalConfig(RunSettings):
         kind="positive_int",
         group=_WHAT,
         entries=_EVALUATE,
-        help="articles per query per round (default %(default)s)",
+        help="articles per query per round (default %(default)s); the agent's results per search",
         resume=("evaluate",),
     )
     question_docs: int | None = setting(
@@ -131,6 +137,32 @@ class EvalConfig(RunSettings):
         entries=_EVALUATE,
         help="articles the question's capitalised phrases bring per round, a no-LM query "
         "source beside the question and the LM (needs --question-docs; default: none)",
+        resume=("evaluate",),
+    )
+    max_steps: int = setting(
+        _AGENT["max_steps"],
+        kind="positive_int",
+        group=_WHAT,
+        entries=_EVALUATE,
+        help="agent: actions (search, read, finish, or a malformed call) before it must "
+        "answer (default %(default)s)",
+        resume=("evaluate",),
+    )
+    max_articles: int = setting(
+        _AGENT["max_articles"],
+        kind="positive_int",
+        group=_WHAT,
+        entries=_EVALUATE,
+        help="agent: articles it may read before it must answer (default %(default)s)",
+        resume=("evaluate",),
+    )
+    max_agent_tokens: int = setting(
+        _AGENT["max_agent_tokens"],
+        kind="positive_int",
+        group=_WHAT,
+        entries=_EVALUATE,
+        help="agent: metered tokens its steps may use before it must answer; the answer call "
+        "comes on top (default %(default)s)",
         resume=("evaluate",),
     )
     retrieval_only: bool = setting(

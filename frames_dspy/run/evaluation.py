@@ -31,6 +31,7 @@ from frames_dspy.data.disk_store import DiskArticleStore
 from frames_dspy.data.questions import load_frames, split_frames, summarize
 from frames_dspy.lm.accounting import CallBudget, attached_callbacks
 from frames_dspy.programs import (
+    PROGRAM_CLASSES,
     ProgramSpec,
     build_program,
     check_program_file,
@@ -107,6 +108,9 @@ def _condition_specs(config: EvalConfig) -> dict[str, ProgramSpec]:
             include_question=config.include_question,
             question_docs=config.question_docs,
             phrase_docs=config.phrase_docs,
+            max_steps=config.max_steps,
+            max_articles=config.max_articles,
+            max_agent_tokens=config.max_agent_tokens,
             cot=config.cot,
         )
     return specs
@@ -285,7 +289,7 @@ def run_evaluation(
         session = open_session(
             config,
             articles=articles,
-            retriever_needed=bool(kinds & {"bm25", "multihop"}),
+            retriever_needed=any("retriever" in PROGRAM_CLASSES[k].NEEDS for k in kinds),
             lm=lm,
             judge_lm=judge_lm,
             retriever=retriever,

@@ -263,24 +263,26 @@ def _load_kill_script():
     return module
 
 
-def test_sigkill_mid_run_then_resume(tmp_path):
-    out = tmp_path / "killed"
+def kill_run(out: Path, *args: str, lines: int = 2, settle: float = 0.0) -> list[str]:
+    """Start ``eval_kill_run.py --out OUT ARGS``, SIGKILL it once ``lines`` records are
+    written (and ``settle`` seconds more), and return the complete lines it left."""
     predictions = out / "predictions.jsonl"
     env = {**os.environ, "PYTHONPATH": str(REPO) + os.pathsep + os.environ.get("PYTHONPATH", "")}
     proc = subprocess.Popen(
-        [sys.executable, str(FIXTURES / "eval_kill_run.py"), "--out", str(out), "--delay", "0.2"],
+        [sys.executable, str(FIXTURES / "eval_kill_run.py"), "--out", str(out), *args],
         cwd=REPO,
         env=env,
         stdout=subprocess.DEVNULL,
         stderr=subprocess.PIPE,
     )
     try:
-        deadline = time.monotonic() + 15
+        deadline = time.monotonic() + 30
         while time.monotonic() < deadline and proc.poll() is None:
-            if predictions.is_file() and predictions.read_bytes().count(b"\n") >= 2:
+            if predictions.is_file() and predictions.read_bytes().count(b"\n") >= lines:
                 break
             time.sleep(0.05)
         assert proc.poll() is None, proc.stderr.read().decode()[-2000:]
+        time.sleep(settle)
         proc.send_signal(signal.SIGKILL)
         proc.wait(timeout=10)
     finally:
@@ -288,11 +290,16 @@ def test_sigkill_mid_run_then_resume(tmp_path):
             proc.kill()
             proc.wait()
     assert proc.returncode == -signal.SIGKILL
+    written = predictions.read_bytes()
+    return written[: written.rfind(b"\n") + 1].decode().splitlines()
+
+
+def test_sigkill_mid_run_then_resume(tmp_path):
+    out = tmp_path / "killed"
+    complete = kill_run(out, "--delay", "0.2")
 
     script = _load_kill_script()
     total = len(script.CONDITIONS) * len(script.QUESTIONS)
-    written = predictions.read_bytes()
-    complete = written[: written.rfind(b"\n") + 1].decode().splitlines()
     assert 2 <= len(complete) < total
 
     script.run(str(out), delay=0.0)

@@ -202,6 +202,40 @@ def test_tokens_per_question_are_metered_tokens(tmp_path):
     assert pair.tokens_per_q_a == 120 and pair.tokens_per_q_b == 450
 
 
+def agent_steps(searches: list[str], reads: int) -> list[dict]:
+    steps = [{"action": "search", "argument": q, "article_ids": ["x"]} for q in searches]
+    steps += [{"action": "read", "argument": "X", "article_ids": ["x"]}] * reads
+    return [*steps, {"action": "finish"}]
+
+
+def test_how_each_side_searched_is_shown_beside_its_tokens(tmp_path, capsys):
+    planning = [
+        record("multistep-planning", i, i == 0, near_repeat_rate=0.5, metered_tokens=900)
+        for i in range(2)
+    ]
+    agent = [
+        record("agent", 0, True, trajectory=agent_steps(["a b", "a b"], 1), near_repeat_rate=0.5,
+               stop_reason="finish", metered_tokens=700),
+        record("agent", 1, False, trajectory=agent_steps(["c d"], 3), near_repeat_rate=0.0,
+               stop_reason="articles", metered_tokens=500),
+    ]  # fmt: skip
+    a, b = write_run(tmp_path / "a", planning), write_run(tmp_path / "b", agent)
+    config = CompareConfig(str(a), str(b), condition="multistep-planning", condition_b="agent")
+    pair = compare_runs(config).pairs[0]
+    assert (pair.near_repeat_a, pair.near_repeat_b) == (0.5, 0.25)
+    # Steps and reads are an agent's: none for the fixed-rounds side, never a zero.
+    assert (pair.steps_per_q_a, pair.steps_per_q_b) == (None, 4.5)
+    assert (pair.articles_read_per_q_a, pair.articles_read_per_q_b) == (None, 2.0)
+    text = format_text(compare_runs(config))
+    assert "| tokens / question | 900 | 600 | -300 (x0.67) | |" in text
+    assert "| near-repeated queries (share) | 0.50 | 0.25 | -0.25 | |" in text
+    assert "| agent steps / question | — | 4.5 | — | |" in text
+    assert "| articles read / question | — | 2.0 | — | |" in text
+    # Two runs without an agent or LM queries show no such rows.
+    plain = compare(tmp_path / "n", outcomes("naive", "01"), outcomes("naive", "11"))
+    assert "near-repeated" not in format_text(plain) and "agent steps" not in format_text(plain)
+
+
 def test_unequal_question_sets_pair_only_shared_ids(tmp_path):
     a = outcomes("naive", "1100110")  # ids 0-6
     b = [record("naive", i, True) for i in range(3, 10)]  # ids 3-9
@@ -431,7 +465,9 @@ def test_json_output_parses_with_the_documented_fields(tmp_path, capsys):
         "n", "accuracy_a", "accuracy_b", "accuracy_diff", "accuracy_ci95", "mcnemar_p",
         "a_to_b", "b_to_a", "recall_final_a", "recall_final_b", "recall_final_diff",
         "recall_final_ci95", "recall_round1_a", "recall_round1_b", "recall_round1_diff",
-        "recall_round1_ci95", "tokens_per_q_a", "tokens_per_q_b", "errors", "verdict",
+        "recall_round1_ci95", "tokens_per_q_a", "tokens_per_q_b", "near_repeat_a",
+        "near_repeat_b", "steps_per_q_a", "steps_per_q_b", "articles_read_per_q_a",
+        "articles_read_per_q_b", "errors", "verdict",
     ):  # fmt: skip
         assert key in pair, key
     assert pair["n"] == 10 and pair["mcnemar_p"] == pytest.approx(0.03125)

@@ -7,6 +7,7 @@ import math
 
 import pytest
 
+from frames_dspy.programs.trajectory import AgentStep
 from frames_dspy.results import report
 from frames_dspy.results.records import QuestionRecord, read_records, record_fields
 from frames_dspy.results.report import (
@@ -45,6 +46,9 @@ def record(condition, qid, correct, **extra):
         "queries": [],
         "query_stats": None,
         "query_repetition_rate": None,
+        "near_repeat_rate": None,
+        "trajectory": None,
+        "stop_reason": None,
         "packing": None,
         "answer_in_context": None,
         "prompt_tokens": 100,
@@ -378,3 +382,84 @@ def test_old_runs_without_verdict_counts_still_render():
     assert summary["naive"]["rule_verdicts"] == 1  # the old deterministic match was a rule
     del summary["naive"]["rule_verdicts"]
     assert "| naive | 1 | 1.000 |" in table3_markdown(summary)
+
+
+# --- how the LM searched: repetition for every condition, an agent's steps ----------------------
+
+
+def agent_steps(*actions):
+    """Steps from (action, argument, outcome, article ids) tuples."""
+    return [AgentStep(a, arg, outcome, "", ids, 100) for a, arg, outcome, ids in actions]
+
+
+@pytest.fixture
+def search_records():
+    looped = agent_steps(*[("search", "Bell birthplace", "ok", ["bell", "x"])] * 4)
+    good = agent_steps(
+        ("search", "Bell birthplace", "ok", ["bell"]),
+        ("read", "Alexander Graham Bell", "ok", ["bell"]),
+        ("lookup", "Edinburgh", "unknown_tool", []),
+        ("read", "Edinburgh", "ok", ["edinburgh"]),
+        ("finish", "", "ok", []),
+    )
+    gold = {"gold_ids": ["bell", "edinburgh"]}
+    kept = {"packing": {"kept_fraction": {"bell": 0.5, "edinburgh": 0.0}}}
+    return [
+        record("agent", 1, False, trajectory=looped, stop_reason="steps", near_repeat_rate=0.75,
+               query_repetition_rate=0.75, **gold),
+        record("agent", 2, True, trajectory=good, stop_reason="finish", near_repeat_rate=0.0,
+               query_repetition_rate=0.0, **gold, **kept),
+        record("multistep-planning", 1, True, near_repeat_rate=0.5, query_repetition_rate=0.25),
+        record("multistep-planning", 2, False, near_repeat_rate=None),
+        record("bm25-2", 1, True),
+    ]  # fmt: skip
+
+
+def test_the_summary_sums_what_the_agent_did_and_repetition_everywhere(search_records):
+    summary = summarize(search_records)
+    agent = summary["agent"]
+    assert agent["agent_n"] == 2
+    assert agent["steps_per_question"] == 4.5 and agent["searches_per_question"] == 2.5
+    assert agent["articles_read_per_question"] == 1.0
+    assert agent["malformed_calls_per_question"] == 0.5
+    assert agent["near_repeat_rate"] == 0.375 and agent["query_repetition_rate"] == 0.375
+    assert agent["gold_searched"] == 0.5  # question 1's searches showed bell, question 2's too
+    assert agent["gold_read"] == 0.5  # 0 and 1
+    assert agent["gold_used"] == 0.25  # edinburgh was packed to nothing: 0 and 1/2
+    assert agent["stop_reasons"] == {"finish": 1, "steps": 1}
+    # The multi-step condition's repetition is measured the same way; it has no steps.
+    planning = summary["multistep-planning"]
+    assert planning["near_repeat_rate"] == 0.5 and planning["agent_n"] == 0
+    assert planning["steps_per_question"] is None and planning["stop_reasons"] is None
+    assert summary["bm25-2"]["near_repeat_rate"] is None
+
+
+def test_the_search_table_shows_dashes_not_zeros_where_a_condition_has_no_figure(
+    search_records,
+):
+    summary = summarize(search_records)
+    text = report.search_markdown(summary)
+    rows = {line.split(" | ")[0].lstrip("| "): line for line in text.splitlines()[2:4]}
+    assert set(rows) == {"multistep-planning", "agent"}  # bm25-2's LM chose no query
+    assert rows["agent"] == (
+        "| agent | 2 | 110 | 0.38 | 0.38 | 4.5 | 2.5 | 1.0 | 0.5 | 0.50 | 0.50 | 0.25 "
+        "| finish 1, steps 1 |"
+    )
+    assert rows["multistep-planning"] == (
+        "| multistep-planning | 2 | 110 | 0.50 | 0.25 | — | — | — | — | — | — | — | — |"
+    )
+    assert "near-repeated queries: the share" in text
+    # A retrieval-only run ran no answer step: nothing was "used".
+    assert "| 0.50 | 0.50 | — | finish 1" in report.search_markdown(
+        summary, accuracy_measured=False
+    )
+    assert report.search_markdown(summarize([record("naive", 1, True)])) == ""
+
+
+def test_table_md_carries_the_search_table(tmp_path, search_records):
+    for r in search_records:
+        (tmp_path / "predictions.jsonl").open("a").write(r.to_json() + "\n")
+    write_reports(tmp_path)
+    table = (tmp_path / "table.md").read_text()
+    assert "| condition | n | tokens/q | near-repeated queries |" in table
+    assert table.index("| agent | 2 | 110 | 0.38") > table.index("paper (Gemini-Pro-1.5)")

@@ -161,6 +161,26 @@ def test_markup_in_an_answer_is_shown_as_text(browser, data, tmp_path):  # noqa:
         browser.switch_to.alert.text  # noqa: B018 - reading it is what raises
 
 
+def test_an_agents_row_shows_its_trajectory_step_by_step(browser, data, tmp_path):  # noqa: F811
+    from frames_dspy.run.evaluation import run_evaluation
+    from tests.commands.test_agent_runs import agent_lm
+    from tests.commands.test_evaluate import config_for, judge
+
+    out = tmp_path / "agent"
+    run_evaluation(
+        config_for(data, out, conditions=["agent"]), lm=agent_lm(), judge_lm=judge(), progress=False
+    )
+    open_page(browser, out / "report.html", "#row=agent/2")
+    detail = browser.find_element(By.ID, "detail-agent/2").text
+    assert "trajectory (3 steps, stopped by finish)" in detail
+    assert "search Alexander Graham Bell → Alexander Graham Bell" in detail
+    assert "read 1 → Alexander Graham Bell: " in detail
+    assert "Alexander Graham Bell: read at step 2" in detail
+    assert "Edinburgh: never shown" in detail
+    assert "recall per step" in detail and "queries per round" not in detail
+    assert "How the LM searched" in browser.find_element(By.TAG_NAME, "body").text
+
+
 @pytest.mark.real
 def test_a_full_size_page_loads_and_its_anchor_reopens_a_row(data_dir, tmp_path):
     folder = synthetic_run(tmp_path / "run", questions=120)

@@ -212,3 +212,30 @@ def test_a_retrieval_only_run_shows_no_accuracy(data, tmp_path):
     row = re.search(r"<tr><td>bm25-2</td>(.*?)</tr>", text).group(1)
     cells = re.findall(r"<td>(.*?)</td>", row)
     assert cells[1:3] == ["—", "—"]  # accuracy and its interval: not measured
+
+
+def test_an_agents_row_carries_its_trajectory_and_the_page_its_search_table(data, tmp_path):
+    from tests.commands.test_agent_runs import agent_lm
+
+    out = tmp_path / "agent"
+    config = config_for(data, out, conditions=["agent", "multistep-vanilla"])
+    run_evaluation(config, lm=agent_lm(), judge_lm=judge(), progress=False)
+    page = (out / "report.html").read_text(encoding="utf-8")
+    assert "How the LM searched" in page and "near-repeated queries" in page
+    blob = page_blob(out / "report.html")
+    rows = {(r["c"], r["i"]): r for r in blob["rows"]}
+    bell = rows[("agent", "2")]
+    assert [step[:3] for step in bell["tj"]] == [
+        ["search", "Alexander Graham Bell", "ok"],
+        ["read", "1", "ok"],
+        ["finish", "", "ok"],
+    ]
+    assert bell["tj"][1][3].startswith("Alexander Graham Bell: ")  # what came back, short
+    assert all(isinstance(step[4], int) and step[4] > 0 for step in bell["tj"])
+    assert bell["sr"] == "finish" and bell["nr"] == 0.0
+    # Gold articles: read at step 2 (Bell); the others were never shown by its search.
+    assert bell["g"] == [2, None, None] and bell["gs"][0] == 1
+    assert set(blob["malformed"]) == {"unknown_tool", "no_argument", "unreadable"}
+    vanilla = rows[("multistep-vanilla", "2")]
+    assert vanilla["tj"] is None and vanilla["sr"] is None and vanilla["gs"] is None
+    assert vanilla["nr"] is not None

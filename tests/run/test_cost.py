@@ -11,6 +11,8 @@ from frames_dspy.run.cost import (
     ANSWER_OUTPUT,
     ANSWER_PROMPT,
     JUDGE_PROMPT,
+    STEP_OUTPUT,
+    STEP_PROMPT,
     Pricer,
     QuestionCost,
     SpendMeter,
@@ -47,6 +49,21 @@ def test_multihop_costs_grow_with_rounds_and_not_with_a_question_only_round():
     assert wide.prompt_tokens - small.prompt_tokens == 40 * (8 - 2)
     titles = ProgramSpec("multihop", rounds=2, titles=True, **base)
     assert question_cost(titles).calls == 3
+
+
+def test_the_agent_costs_its_steps_up_to_its_token_limit_then_one_answer():
+    spec = ProgramSpec("agent", max_steps=4, max_agent_tokens=100_000, context_tokens=1000)
+    four = question_cost(spec)
+    assert four.calls == 5 and four.completion_tokens == 4 * STEP_OUTPUT + ANSWER_OUTPUT
+    # Each step's prompt holds the latest results and grows with the steps before it.
+    steps = four.prompt_tokens - ANSWER_PROMPT - 1000
+    assert steps > 4 * (STEP_PROMPT + 10 * 40)
+    assert question_cost(spec.replace(max_steps=8)).prompt_tokens > four.prompt_tokens
+    # The token limit cuts the steps: the one that crosses it is the last.
+    cut = question_cost(spec.replace(max_steps=50, max_agent_tokens=2000))
+    assert cut.calls == 3 and cut.prompt_tokens - ANSWER_PROMPT - 1000 < 2000 + STEP_PROMPT + 500
+    retrieval = question_cost(spec, answer=False)
+    assert retrieval.calls == 4 and retrieval.tokens == four.tokens - ANSWER_PROMPT - 1000 - 20
 
 
 def test_embedded_and_unknown_models_have_no_price():

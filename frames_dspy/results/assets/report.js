@@ -28,12 +28,14 @@
   const goldBin = (n) => (n === null || n === undefined ? "?" : n >= 6 ? "6+" : String(n));
   const aicText = (r) => (r.aic === true ? "yes" : r.aic === false ? "no" : r.nc ? "no context" : "not checked");
   const found = (r) => r.g.filter((x) => x !== null).length;
+  // Step outcomes of a malformed call (frames_dspy.programs.trajectory.MALFORMED).
+  const MALFORMED = new Set(DATA.malformed || []);
 
   // Lower-cased text each row is searched in, built once.
   const HAY = ROWS.map((r) => {
     const q = Q[r.i] || [];
     return [q[0], q[1], (q[4] || []).join(" "), r.a, r.x, r.e || "", r.m || "",
-      r.q.flat().join(" "), r.c, r.i].join("\n").toLowerCase();
+      r.q.flat().join(" "), (r.tj || []).map((t) => t[1]).join(" "), r.c, r.i].join("\n").toLowerCase();
   });
 
   // --- filters ------------------------------------------------------------------------------
@@ -96,14 +98,27 @@
     add("reasoning types", (q[2] || []).join(", ") || "—");
     add("answer in context", el("span", { class: r.aic === true ? "yes" : r.aic === false ? "no" : "muted", text: aicText(r) }));
     const gold = el("ul", { class: "gold" });
-    r.g.forEach((round, n) => gold.append(el("li", { class: round ? "found" : r.nc ? "muted" : "missed" },
-      `${titles[n] || r.gi[n]}: `, round ? `found in round ${round}` : r.nc ? "no retrieval" : "missed")));
+    // An agent's rounds are its steps: a gold article is read at a step, or only shown by a search.
+    const goldText = (round, n) => (r.tj
+      ? (round ? `read at step ${round}` : r.gs && r.gs[n] ? `shown by the search at step ${r.gs[n]}, not read` : "never shown")
+      : round ? `found in round ${round}` : r.nc ? "no retrieval" : "missed");
+    r.g.forEach((round, n) => gold.append(el("li", { class: round ? "found" : r.nc && !r.tj ? "muted" : "missed" },
+      `${titles[n] || r.gi[n]}: `, goldText(round, n))));
     if (!r.g.length) gold.append(el("li", { class: "muted", text: q[3] ? `none of the ${q[3]} gold articles is in the corpus` : "no gold articles" }));
     add(`gold articles (${found(r)}/${r.g.length} found)`, gold);
-    if (r.rc && r.rc.length) add("recall per round", r.rc.map((x) => fmt(x, 2)).join(" → "));
-    const queries = el("ol", { class: "queries" });
-    r.q.forEach((round) => queries.append(el("li", { text: round.join(" | ") || "(none)" })));
-    add("queries per round", r.q.length ? queries : "—");
+    if (r.rc && r.rc.length) add(r.tj ? "recall per step" : "recall per round", r.rc.map((x) => fmt(x, 2)).join(" → "));
+    if (r.tj) {
+      const steps = el("ol", { class: "trajectory" });
+      r.tj.forEach(([action, arg, outcome, seen, tokens]) => steps.append(el("li", { class: MALFORMED.has(outcome) ? "malformed" : outcome === "ok" ? null : "miss" },
+        el("b", { text: action || "(unreadable reply)" }), arg ? ` ${arg}` : "", " → ", seen || "—",
+        outcome === "ok" ? "" : ` [${outcome.replaceAll("_", " ")}]`, el("span", { class: "muted", text: ` · ${tokens} tokens` }))));
+      add(`trajectory (${r.tj.length} steps, stopped by ${r.sr || "?"})`, steps);
+    } else {
+      const queries = el("ol", { class: "queries" });
+      r.q.forEach((round) => queries.append(el("li", { text: round.join(" | ") || "(none)" })));
+      add("queries per round", r.q.length ? queries : "—");
+    }
+    if (r.nr !== null && r.nr !== undefined) add("near-repeated queries", fmt(r.nr, 2));
     if (r.pk) add("packing", `${r.pk[0]} articles, ${r.pk[1]} cut, ${r.pk[2]} tokens`);
     add("tokens", `${r.t} program, metered (${r.lc} LM calls, ${r.cc} cached, ${r.rt} retries; ${r.rp} as the LM reported them), ${r.jt} judge`);
     add("seconds", fmt(r.s, 2));
