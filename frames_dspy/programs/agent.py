@@ -325,15 +325,27 @@ def _error(choice: Choice, outcome: str, note: str) -> _Turn:
     return _Turn(step, f"error: {note}", f"error: {note}")
 
 
+def _called(name: str, text: str) -> str | None:
+    """The argument of a call of the tool ``name`` written out in ``text`` (``name: x``,
+    ``name(x)``), or None when ``text`` is not one."""
+    call = re.match(rf"\W*{re.escape(name)}\s*(?::|\((.*)\)\W*$)", text, re.IGNORECASE | re.DOTALL)
+    if not name or call is None:
+        return None
+    return (call.group(1) if call.group(1) is not None else text[call.end() :]).strip()
+
+
 def _tidy(tool: object, argument: object) -> Choice:
     """The tool's name and its argument without quotes, extra spaces or a JSON object
-    around it; a tool written as a call (``search("x")``, ``read: Title``) gives its
-    argument when the argument field is empty."""
+    around it. A tool written as a call (``search("x")``, ``read: Title``, ``read Title``)
+    gives its argument when the argument field is empty, and an argument that repeats the
+    call (``search: x``, as the steps the model is shown write one) loses the tool's name."""
     call = _CALL.match(str(tool or ""))
     name, rest = (call.group(1).casefold(), call.group(2).strip(" :")) if call else ("", "")
     if rest.startswith("(") and rest.endswith(")"):
         rest = rest[1:-1]
-    value = str(argument or "").strip() or rest.strip()
+    written = str(argument or "").strip()
+    called = _called(name, written)
+    value = (written if called is None else called) or rest.strip()
     if value.startswith("{"):
         try:
             parsed = json.loads(value)

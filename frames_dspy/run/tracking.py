@@ -137,7 +137,9 @@ _FIGURES = (
     "retries", "recall_n", "answer_in_context", "answer_in_context_n",
     "wrong_with_answer_in_context", "tokens_per_question", "reported_tokens_per_question",
     "lm_calls_per_question", "cost_usd",
-    "query_repetition_rate", "seconds_per_question", "duplicates_ignored",
+    "query_repetition_rate", "near_repeat_rate", "seconds_per_question", "duplicates_ignored",
+    "agent_n", "steps_per_question", "searches_per_question", "articles_read_per_question",
+    "malformed_calls_per_question", "gold_searched", "gold_read", "gold_used",
 )  # fmt: skip
 
 

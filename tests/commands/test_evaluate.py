@@ -463,6 +463,13 @@ def test_bm25_n_retrieves_n_articles_for_the_question(data, tmp_path):
     assert config["programs"]["bm25-3"]["n_docs"] == 3
 
 
+def test_a_run_of_phrases_n_alone_builds_the_retriever_it_needs(data, tmp_path):
+    # Which conditions need a retriever comes from their classes (NEEDS), not a list of kinds.
+    config = config_for(data, tmp_path / "run", conditions=["phrases-4"])
+    summary = run_evaluation(config, lm=program_lm(), judge_lm=judge(), progress=False)
+    assert summary["phrases-4"]["n"] == 3 and summary["phrases-4"]["program_errors"] == 0
+
+
 def test_retrieval_only_makes_no_answer_or_judge_call(data, tmp_path):
     out = tmp_path / "run"
     lm, judge_lm = program_lm(), judge()

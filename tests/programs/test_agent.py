@@ -235,6 +235,11 @@ def test_a_tool_written_as_a_call_is_understood():
     assert _tidy("`finish`", "").tool == "finish"
     assert _tidy("search", '{"query": "Bell  birthplace"}').argument == "Bell birthplace"
     assert _tidy("search", "x" * 1000).argument == "x" * 300
+    # An argument that repeats the call, as the steps the model is shown write it.
+    assert _tidy("search", "search: Sarah first lady").argument == "Sarah first lady"
+    assert _tidy("read", 'Read("Harriet Lane")').argument == "Harriet Lane"
+    assert _tidy("read", "Reading Gaol").argument == "Reading Gaol"  # a title, not a call
+    assert _tidy("", "").tool == "" and _tidy("finish", "").argument == ""
 
 
 # --- a failure half-way keeps what it did -------------------------------------------------

@@ -72,6 +72,11 @@ def test_evaluate_logs_a_run_per_condition_with_the_folder_as_artifacts(data, tm
         )
     assert by_condition["oracle"].data.metrics["answer_in_context"] == pytest.approx(2 / 3)
     assert by_condition["multistep-vanilla"].data.metrics["recall_final"] == pytest.approx(1.0)
+    vanilla = by_condition["multistep-vanilla"].data.metrics
+    assert vanilla["near_repeat_rate"] == pytest.approx(
+        summary["multistep-vanilla"]["near_repeat_rate"]
+    )
+    assert "steps_per_question" not in vanilla  # an agent's figure: not logged as a zero
     client = mlflow.MlflowClient()
     history = client.get_metric_history(
         by_condition["multistep-vanilla"].info.run_id, "recall_by_round"
