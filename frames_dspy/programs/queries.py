@@ -14,7 +14,7 @@ import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-__all__ = ["FUNCTION_WORDS", "QueryStats", "capitalised_phrases", "clean_queries"]
+__all__ = ["OPENING_WORDS", "QueryStats", "capitalised_phrases", "clean_queries"]
 
 
 @dataclass
@@ -100,10 +100,12 @@ def clean_queries(
     return kept, stats
 
 
-#: Words that name nothing: they open a question or a clause with a capital letter (stripped
-#: from the front of a capitalised run) and carry nothing when two queries are compared
-#: (:data:`frames_dspy.results.metrics.NEAR_REPEAT`).
-FUNCTION_WORDS = frozenset(
+#: Words that name nothing and open a question or a clause with a capital letter (stripped
+#: from the front of a capitalised run); a query's words outside them are what two queries are
+#: compared by (:data:`frames_dspy.results.metrics.NEAR_REPEAT`). Not the autorater's longer
+#: ``FUNCTION_WORDS`` (``frames_dspy.judge.words``): this list decides which phrases a
+#: question yields, so it changes only with the retrieval figures it moves.
+OPENING_WORDS = frozenset(
     [
         "a",
         "an",
@@ -115,7 +117,6 @@ FUNCTION_WORDS = frozenset(
         "from",
         "how",
         "if",
-        "in",
         "in",
         "of",
         "on",
@@ -152,13 +153,13 @@ _CAPITALISED = re.compile(
 def capitalised_phrases(question: str) -> list[str]:
     """The question's runs of capitalised words (e.g. ``Mount Rushmore``), in order, once each.
 
-    Opening words (:data:`FUNCTION_WORDS`, e.g. a sentence-initial ``Which``) are stripped
+    Opening words (:data:`OPENING_WORDS`, e.g. a sentence-initial ``Which``) are stripped
     from the front of a run; a run left empty is dropped.
     """
     phrases: list[str] = []
     for match in _CAPITALISED.finditer(question):
         words = match.group(0).rstrip(".").split()
-        while words and words[0].casefold() in FUNCTION_WORDS:
+        while words and words[0].casefold() in OPENING_WORDS:
             words.pop(0)
         phrase = re.sub(r"['’]s$", "", " ".join(words))  # "France's" -> "France"
         if phrase and phrase.casefold() not in {p.casefold() for p in phrases}:

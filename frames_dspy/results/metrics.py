@@ -14,7 +14,7 @@ import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
-from frames_dspy.programs.queries import FUNCTION_WORDS
+from frames_dspy.programs.queries import OPENING_WORDS
 
 __all__ = ["NEAR_REPEAT", "NearRepeat", "gold_recall", "mean_recall", "query_repetition_rate"]
 
@@ -65,7 +65,7 @@ class NearRepeat:
     """The paper's "repetitive query loops", measured: a query near-repeats an earlier one
     of the same question when their content words overlap by at least ``overlap`` (shared
     words over all words, Jaccard). Content words are the query's words casefolded, without
-    :data:`~frames_dspy.programs.queries.FUNCTION_WORDS` and single letters; so word order,
+    :data:`~frames_dspy.programs.queries.OPENING_WORDS` and single letters; so word order,
     case, punctuation and small words do not make a query new, and one word more in four
     does not either ("Willis Tower completion" then "Willis Tower completion date"). An
     exact repeat is a near-repeat; a query of small words only repeats the same words in
@@ -80,9 +80,7 @@ class NearRepeat:
 
     def words(self, query: str) -> frozenset[str]:
         found = (w.casefold() for w in _WORD.findall(query))
-        return frozenset(
-            w for w in found if w not in FUNCTION_WORDS and (len(w) > 1 or w.isdigit())
-        )
+        return frozenset(w for w in found if w not in OPENING_WORDS and (len(w) > 1 or w.isdigit()))
 
     def repeats(self, query: str, earlier: Iterable[str]) -> bool:
         """Whether ``query`` near-repeats one of ``earlier``."""
