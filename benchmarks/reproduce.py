@@ -43,7 +43,7 @@ import shlex
 import subprocess
 import sys
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -51,7 +51,7 @@ from typing import Any
 from frames_dspy.base.files import atomic_write_text
 from frames_dspy.results.comparison import CompareConfig, CompareError, compare_runs
 from frames_dspy.results.run_folder import load_records
-from frames_dspy.results.summary import summarize
+from frames_dspy.results.summary import ConditionSummary, summarize
 
 __all__ = [
     "RUN_METRICS",
@@ -66,17 +66,20 @@ __all__ = [
 #: How close a re-scored figure must be to the stored one (stored values have 4 decimals).
 RESCORE_TOLERANCE = 5e-4
 
-#: Run figures: metric name -> how it is read off a condition's summary.
-RUN_METRICS = {
-    "n": lambda s: s["n"],
-    "accuracy": lambda s: s["accuracy"],
-    "program_errors": lambda s: s["program_errors"],
-    "cached_calls": lambda s: s["cached_calls"],
-    "recall": lambda s: s["recall_by_round"][-1] if s["recall_by_round"] else None,
-    "recall_round1": lambda s: s["recall_by_round"][0] if s["recall_by_round"] else None,
-    "tokens_per_question": lambda s: s["tokens_per_question"],
-    "reported_tokens_per_question": lambda s: s["reported_tokens_per_question"],
-    "lm_calls_per_question": lambda s: s["lm_calls_per_question"],
+#: Run figures: an ``experiment.json`` metric name -> how it is read off a condition's
+#: :class:`~frames_dspy.results.summary.ConditionSummary`. These names are the experiment
+#: files' contract; they match the summary's fields (and ``summary.json``'s keys) but for the
+#: two recall figures.
+RUN_METRICS: dict[str, Callable[[ConditionSummary], Any]] = {
+    "n": lambda s: s.n,
+    "accuracy": lambda s: s.accuracy,
+    "program_errors": lambda s: s.program_errors,
+    "cached_calls": lambda s: s.cached_calls,
+    "recall": lambda s: s.final_recall,
+    "recall_round1": lambda s: s.recall_by_round[0] if s.recall_by_round else None,
+    "tokens_per_question": lambda s: s.tokens_per_question,
+    "reported_tokens_per_question": lambda s: s.reported_tokens_per_question,
+    "lm_calls_per_question": lambda s: s.lm_calls_per_question,
 }
 
 
@@ -145,7 +148,9 @@ def load_experiment(folder: str | Path) -> tuple[dict[str, Any], list[Figure]]:
     return data, figures
 
 
-def _summary(run_dir: Path, cache: dict[Path, dict]) -> dict[str, Any]:
+def _summary(
+    run_dir: Path, cache: dict[Path, dict[str, ConditionSummary]]
+) -> dict[str, ConditionSummary]:
     if run_dir not in cache:
         if not (run_dir / "predictions.jsonl").is_file():
             raise ExperimentError(
@@ -159,7 +164,7 @@ def _summary(run_dir: Path, cache: dict[Path, dict]) -> dict[str, Any]:
 def score(figures: Sequence[Figure], runs: str | Path, *, bootstrap: int = 10_000) -> list[Any]:
     """Compute every figure from the run folders under ``runs`` (None where undefined)."""
     runs = Path(runs)
-    summaries: dict[Path, dict] = {}
+    summaries: dict[Path, dict[str, ConditionSummary]] = {}
     pairs: dict[tuple, Any] = {}
     values = []
     for figure in figures:

@@ -134,10 +134,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     measured = not config.retrieval_only
     print(
         report.table3_markdown(
-            summary, model=config.model, notes=summary.notes, accuracy_measured=measured
+            summary.rows, model=config.model, notes=summary.notes, accuracy_measured=measured
         )
     )
-    search = report.search_markdown(summary, accuracy_measured=measured)
+    search = report.search_markdown(summary.rows, accuracy_measured=measured)
     if search:
         print(search)
     print(f"run folder: {config.out}")
@@ -145,10 +145,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"stopped early: {summary.stopped}; rerun with --out {config.out} to continue")
     failing = summary.failing(config.max_failure_rate)
     for name, row in failing.items():
-        kinds = ", ".join(f"{k} {v}" for k, v in row["program_errors_by_kind"].items())
+        kinds = ", ".join(f"{k} {v}" for k, v in row.program_errors_by_kind.items())
         print(
-            f"FAILED: {name}: the program failed on {row['program_errors']} of {row['n']} "
-            f"questions ({row['program_errors'] / row['n']:.0%} > --max-failure-rate "
+            f"FAILED: {name}: the program failed on {row.program_errors} of {row.n} "
+            f"questions ({row.program_error_rate:.0%} > --max-failure-rate "
             f"{config.max_failure_rate:g}): {kinds}. Their errors are in "
             f"{config.out}/predictions.jsonl; they count as wrong in the table.",
             file=sys.stderr,

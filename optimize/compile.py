@@ -411,9 +411,9 @@ def _record_final(run: CompileRun, study, record: dict, final) -> None:
         status="stopped" if final.stopped else "done",
         stopped=final.stopped,
         settings=_settings_record(run.plan),
-        chosen=final.chosen,
+        chosen=final.chosen.to_dict(),
         study=final.study,
-        test=final.test,
+        test=final.test.to_dict() if final.test else None,
         lm_calls=run.budget.calls,
         lm_calls_by_phase=final.phases,
         reproduce=final.command,
@@ -421,7 +421,7 @@ def _record_final(run: CompileRun, study, record: dict, final) -> None:
     )
     atomic_write_json(Path(config.out) / "config.json", redact_settings(record))
     if config.mlflow:
-        log_study(study.trials, Path(config.out), config, chosen=final.chosen["trial"])
+        log_study(study.trials, Path(config.out), config, chosen=final.chosen.trial)
 
 
 # --- the command line ---------------------------------------------------------------------------
@@ -475,27 +475,27 @@ def outcome_lines(result, objective: str) -> list[str]:
     retrieval_only = objective in RETRIEVAL_OBJECTIVES
     if result.chosen:
         c = result.chosen
-        measured = "" if retrieval_only else f"accuracy {c['dev_accuracy']:.3f}"
-        recall = f"recall {c['dev_recall']:.3f}" if c.get("dev_recall") is not None else ""
+        measured = "" if retrieval_only else f"accuracy {c.dev_accuracy:.3f}"
+        recall = f"recall {c.dev_recall:.3f}" if c.dev_recall is not None else ""
         lines.append(
-            f"chosen: trial {c['trial']} ({c['label']}), dev {c['objective']} "
-            f"{c['dev_objective']:.3f} ({', '.join(p for p in (measured, recall) if p)}), "
-            f"{c['dev_tokens_per_q']:.0f} tokens/q"
+            f"chosen: trial {c.trial} ({c.label}), dev {c.objective} "
+            f"{c.dev_objective:.3f} ({', '.join(p for p in (measured, recall) if p)}), "
+            f"{c.dev_tokens_per_q:.0f} tokens/q"
         )
     if result.test:
-        t = result.test
+        t = result.test.figures
         if retrieval_only:
-            final = t["recall_by_round"][-1] if t.get("recall_by_round") else None
+            final = t.final_recall
             shown = f"final recall {final:.3f}" if final is not None else "no recall"
             lines.append(
-                f"test: {shown} on {t['n']} questions (retrieval only: no accuracy measured), "
-                f"{t['tokens_per_question']:.0f} tokens/q"
+                f"test: {shown} on {t.n} questions (retrieval only: no accuracy measured), "
+                f"{t.tokens_per_question:.0f} tokens/q"
             )
         else:
             lines.append(
-                f"test: accuracy {t['accuracy']:.3f} on {t['n']} questions "
-                f"(95% CI {t['ci95'][0]:.2f}-{t['ci95'][1]:.2f}), "
-                f"{t['tokens_per_question']:.0f} tokens/q"
+                f"test: accuracy {t.accuracy:.3f} on {t.n} questions "
+                f"(95% CI {t.ci95[0]:.2f}-{t.ci95[1]:.2f}), "
+                f"{t.tokens_per_question:.0f} tokens/q"
             )
     return lines
 

@@ -5,7 +5,6 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 import dspy
 
@@ -15,6 +14,7 @@ from frames_dspy.lm import make_lm
 from frames_dspy.run.settings import RunSettings
 from optimize.optimizers import OPTIMIZER_HELP, OPTIMIZERS, OptimizerSettings
 from optimize.pareto import PickRule, parse_pick
+from optimize.scores import ChosenTrial, TestScore
 from optimize.study import OBJECTIVES, PAPER_PROMPTS, PROMPTS, SearchSpace
 
 __all__ = [
@@ -550,8 +550,8 @@ class CompileResult:
     storage: str
     complete_trials: int
     lm_calls: int
-    chosen: dict[str, Any] | None = None
-    test: dict[str, Any] | None = None
+    chosen: ChosenTrial | None = None
+    test: TestScore | None = None
     stopped: str | None = None
     command: str | None = None
     config: CompileConfig | None = None

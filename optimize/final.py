@@ -54,6 +54,7 @@ from optimize.pareto import (
     plot_pareto,
     trials_frame,
 )
+from optimize.scores import ChosenTrial, TestScore, TrialFigures
 from optimize.study import RETRIEVAL_OBJECTIVES, score_program, trial_spec
 
 logger = logging.getLogger(__name__)
@@ -145,27 +146,27 @@ def _label(params: dict[str, Any]) -> str:
 
 def trial_line(trial: FrozenTrial) -> str:
     """One progress line for a finished trial."""
-    a = trial.user_attrs
-    if a.get("surplus"):
+    a = TrialFigures.of(trial)
+    if a.surplus:
         return f"trial {trial.number:>3}  skipped: the study already holds its trials"
     label = _label(trial.params) if "prompt" in trial.params else "?"
     if trial.state == TrialState.COMPLETE:
-        acc, recall = a.get("accuracy", trial.values[0]), a.get("recall")
+        acc = trial.values[0] if a.accuracy is None else a.accuracy
         line = (
             f"trial {trial.number:>3}  {label:<22} acc {acc:.3f}  "
-            + (f"recall {recall:.3f}  " if isinstance(recall, int | float) else "")
-            + f"tok/q {trial.values[1]:>8.0f}  calls/q {a.get('lm_calls_per_q', 0):.1f}  "
-            f"judge err {a.get('judge_errors', 0)}  {a.get('seconds', 0):.0f}s"
+            + (f"recall {a.recall:.3f}  " if isinstance(a.recall, int | float) else "")
+            + f"tok/q {trial.values[1]:>8.0f}  calls/q {a.lm_calls_per_q or 0:.1f}  "
+            f"judge err {a.judge_errors or 0}  {a.seconds or 0:.0f}s"
         )
-        if isinstance(a.get("lift"), int | float):
-            line += f"  lift {a['lift']:+.3f} over {a.get('ref_best')}-N"
-        if isinstance(a.get("no_lm_recall"), int | float):
-            line += f"  no-LM parts {a['no_lm_recall']:.3f}"
-        if "duplicate_of" in a:
-            line += f"  (same as trial {a['duplicate_of']}, reused)"
+        if isinstance(a.lift, int | float):
+            line += f"  lift {a.lift:+.3f} over {a.ref_best}-N"
+        if isinstance(a.no_lm_recall, int | float):
+            line += f"  no-LM parts {a.no_lm_recall:.3f}"
+        if a.duplicate_of is not None:
+            line += f"  (same as trial {a.duplicate_of}, reused)"
         return line
     if trial.state == TrialState.PRUNED:
-        return f"trial {trial.number:>3}  {label:<22} stopped: {a.get('stopped', 'pruned')}"
+        return f"trial {trial.number:>3}  {label:<22} stopped: {a.stopped or 'pruned'}"
     return f"trial {trial.number:>3}  {label:<22} {trial.state.name.lower()}"
 
 
@@ -284,9 +285,9 @@ class FinalStage:
         study: Complete and all trials, and the Pareto front's trial numbers.
     """
 
-    chosen: dict[str, Any]
+    chosen: ChosenTrial
     command: str
-    test: dict[str, Any] | None
+    test: TestScore | None
     stopped: str | None
     phases: dict[str, int]
     study: dict[str, Any]
@@ -397,8 +398,9 @@ def _compile_chosen(run: CompileRun, chosen: FrozenTrial, state: FinalState) -> 
     )
     program = build_program(spec, retriever=run.session.retriever, store=run.session.store)
     state.compiled.update(optimizer=opt.name, demos_per_predictor=opt.demos)
-    if "program_state" in chosen.user_attrs:
-        program.load_state(json.loads(chosen.user_attrs["program_state"]))
+    state_json = TrialFigures.of(chosen).program_state
+    if state_json is not None:
+        program.load_state(json.loads(state_json))
         state.compiled["compiled"] = "inside the trial"
     elif opt.name != "none" and not lm_queries_per_round(spec):
         state.compiled["compiled"] = "skipped: the program sends no LM query"
@@ -414,7 +416,8 @@ def _compile_chosen(run: CompileRun, chosen: FrozenTrial, state: FinalState) -> 
 
 def _trial_label(chosen: FrozenTrial) -> str:
     """The condition the chosen trial's dev records carry (a reused trial's are its twin's)."""
-    return f"trial-{chosen.user_attrs.get('duplicate_of', chosen.number)}"
+    twin = TrialFigures.of(chosen).duplicate_of
+    return f"trial-{chosen.number if twin is None else twin}"
 
 
 def _compile_and_check(run: CompileRun, program, chosen: FrozenTrial, state: FinalState):
@@ -435,16 +438,17 @@ def _compile_and_check(run: CompileRun, program, chosen: FrozenTrial, state: Fin
         )
     score_label = f"compiled-{opt.name}"
     score = run.score(compiled, splits.dev, label=score_label)
-    score.reference = chosen.user_attrs.get("lift_reference")
+    figures = TrialFigures.of(chosen)
+    score.reference = figures.lift_reference
     after = score.value(metric) if score.complete else None
     compiled_info.update(
         seconds=round(time.perf_counter() - started, 1),
         objective=metric,
         dev_objective_before=chosen.values[0],
         dev_objective_after=after,
-        dev_accuracy_before=chosen.user_attrs.get("accuracy"),
+        dev_accuracy_before=figures.accuracy,
         dev_accuracy_after=score.accuracy if score.complete else None,
-        dev_recall_before=chosen.user_attrs.get("recall"),
+        dev_recall_before=figures.recall,
         dev_recall_after=score.recall if score.complete else None,
         dev_tokens_per_q_after=round(score.tokens_per_q, 1) if score.complete else None,
     )
@@ -500,28 +504,29 @@ def _save_chosen(run: CompileRun, pick: Pick, state: FinalState, program, lm_pro
     """``program.json`` (and ``program-lm.json`` when ``--lm-queries`` left the LM out),
     carrying how it was chosen and compiled; returns that and its path."""
     config, chosen = run.plan.config, pick.chosen
-    chosen_info = {
-        "trial": chosen.number,
-        **chosen.params,
-        "label": _label(chosen.params),
-        "objective": config.objective,
-        "dev_objective": chosen.values[0],
-        "dev_accuracy": chosen.user_attrs.get("accuracy", chosen.values[0]),
-        "dev_recall": chosen.user_attrs.get("recall"),
-        "dev_tokens_per_q": chosen.values[1],
-        "dev_lm_calls_per_q": chosen.user_attrs.get("lm_calls_per_q"),
-        "pick": str(run.plan.rule),
-        "pareto_size": len(pick.front),
-        "compile": state.compiled,
-        **dev_lm_share(chosen, (lm_program or program).spec),
-        "lm_queries": weighed,
-    }
+    figures = TrialFigures.of(chosen)
+    chosen_info = ChosenTrial(
+        trial=chosen.number,
+        params=chosen.params,
+        label=_label(chosen.params),
+        objective=config.objective,
+        dev_objective=chosen.values[0],
+        dev_accuracy=chosen.values[0] if figures.accuracy is None else figures.accuracy,
+        dev_recall=figures.recall,
+        dev_tokens_per_q=chosen.values[1],
+        dev_lm_calls_per_q=figures.lm_calls_per_q,
+        pick=str(run.plan.rule),
+        pareto_size=len(pick.front),
+        compile=state.compiled,
+        **dev_lm_share(figures, (lm_program or program).spec),
+        lm_queries=weighed,
+    )
     run.say(lm_verdict(chosen_info))
     if weighed and weighed["rule"] == "if-shown":
         run.say(lm_queries_line(weighed))
     extra = {
         "optimize": {
-            **chosen_info,
+            **chosen_info.to_dict(),
             "study_name": config.study_name,
             "model": config.model,
             "context_tokens": config.context_tokens,
@@ -530,8 +535,8 @@ def _save_chosen(run: CompileRun, pick: Pick, state: FinalState, program, lm_pro
     }
     if lm_program is not None:
         save_program(lm_program, str(Path(config.out) / "program-lm.json"), extra=extra)
-        chosen_info["program"] = "the no-LM parts alone (program-lm.json: with the LM)"
-        extra["optimize"]["program"] = chosen_info["program"]
+        chosen_info.program = "the no-LM parts alone (program-lm.json: with the LM)"
+        extra["optimize"]["program"] = chosen_info.program
     program_path = Path(config.out) / "program.json"
     save_program(program, str(program_path), extra=extra)
     return chosen_info, program_path
@@ -539,7 +544,7 @@ def _save_chosen(run: CompileRun, pick: Pick, state: FinalState, program, lm_pro
 
 def _score_on_test(
     run: CompileRun, program_path: Path, command: str, state: FinalState
-) -> dict[str, Any] | None:
+) -> TestScore | None:
     """The saved program scored once on the test split (unless the budget ran out)."""
     config, budget, say, splits = run.plan.config, run.budget, run.say, run.plan.splits
     out = Path(config.out)
@@ -563,27 +568,15 @@ def _score_on_test(
         retriever=run.session.retriever,
         progress=run.bars,
     )
-    lm_share = test_lm_share(summary, test_dir, run.session.retriever)
-    summary = summary["program"]
-    test = {
-        "split": "test",
-        **{key: summary[key] for key in _TEST_FIGURES},
-        "test_limit": config.test_limit,
-        "test_split_size": len(splits.test),
-        "program": "program.json",
-        "program_sha256": sha256_file(program_path),
-        "run_folder": "test_run",
-        "reproduce": command,
-        **lm_share,
-    }
+    test = TestScore(
+        figures=summary.rows["program"],
+        test_limit=config.test_limit,
+        test_split_size=len(splits.test),
+        program_sha256=sha256_file(program_path),
+        reproduce=command,
+        **test_lm_share(summary.rows, test_dir, run.session.retriever),
+    )
     say(held_out_verdict(test))
-    atomic_write_json(out / "test_score.json", test)
+    atomic_write_json(out / "test_score.json", test.to_dict())
     state.phases["test"] = budget.calls - sum(state.phases.values())
     return test
-
-
-#: The figures of the test run's summary that ``test_score.json`` carries, in its order.
-_TEST_FIGURES = (
-    "n", "correct", "accuracy", "ci95", "judge_errors", "program_errors", "tokens_per_question",
-    "recall_by_round", "lm_calls_per_question", "seconds_per_question",
-)  # fmt: skip

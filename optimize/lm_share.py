@@ -6,15 +6,15 @@ program with the query writer off, no LM call) and the no-LM references ``bm25-N
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
-
-from optuna.trial import FrozenTrial
 
 from frames_dspy.programs import NoLMReferences, lm_queries_per_round
 from frames_dspy.results.records import QuestionRecord, read_records
 from frames_dspy.results.stats import paired_bootstrap_ci
+from frames_dspy.results.summary import ConditionSummary
+from optimize.scores import ChosenTrial, TestScore, TrialFigures
 
 __all__ = [
     "dev_lm_share",
@@ -27,48 +27,49 @@ __all__ = [
 ]
 
 
-def dev_lm_share(chosen: FrozenTrial, spec) -> dict[str, Any]:
-    """The chosen trial's no-LM figures on dev (see :meth:`optimize.study.Objective.lm_share`)."""
-    a = chosen.user_attrs
+def dev_lm_share(chosen: TrialFigures, spec) -> dict[str, Any]:
+    """The chosen trial's no-LM figures on dev (see :meth:`optimize.study.Objective.lm_share`),
+    as the :class:`~optimize.scores.ChosenTrial` fields of those names."""
     return {
         "lm_queries_per_round": lm_queries_per_round(spec),
-        "dev_no_lm_recall": a.get("no_lm_recall"),
-        "dev_references": {"bm25": a.get("ref_bm25"), "phrases": a.get("ref_phrases")},
-        "dev_lift": a.get("lift"),
+        "dev_no_lm_recall": chosen.no_lm_recall,
+        "dev_references": {"bm25": chosen.ref_bm25, "phrases": chosen.ref_phrases},
+        "dev_lift": chosen.lift,
     }
 
 
-def lm_verdict(chosen: dict[str, Any]) -> str:
+def lm_verdict(chosen: ChosenTrial) -> str:
     """One plain line on what the LM added to the pick on dev."""
-    if not chosen.get("lm_queries_per_round"):
+    n = chosen.lm_queries_per_round
+    if not n:
         return (
             "the LM added nothing: the pick sends no LM query (its articles come from the "
             "question and its phrases alone)"
         )
-    n = chosen["lm_queries_per_round"]
     line = f"the pick's LM writes {n} {'query' if n == 1 else 'queries'} a round"
-    alone, recall = chosen.get("dev_no_lm_recall"), chosen.get("dev_recall")
+    alone, recall = chosen.dev_no_lm_recall, chosen.dev_recall
     if isinstance(alone, int | float) and isinstance(recall, int | float):
         line += (
             f"; dev recall {recall:.3f} against {alone:.3f} for its no-LM parts alone at the "
             f"same budget (the LM's share {recall - alone:+.3f})"
         )
-    if isinstance(chosen.get("dev_lift"), int | float):
-        line += f"; lift over the stronger no-LM reference {chosen['dev_lift']:+.3f}"
+    if isinstance(chosen.dev_lift, int | float):
+        line += f"; lift over the stronger no-LM reference {chosen.dev_lift:+.3f}"
     return line
 
 
-def test_lm_share(summary: dict[str, Any], test_dir: Path, retriever) -> dict[str, Any]:
+def test_lm_share(
+    summary: Mapping[str, ConditionSummary], test_dir: Path, retriever
+) -> dict[str, Any]:
     """The test run's no-LM figures: the program's no-LM parts alone (its ``program-no-lm``
-    row, when it writes queries) and bm25-N / phrases-N at each question's own count."""
+    row, when it writes queries) and bm25-N / phrases-N at each question's own count, as
+    the :class:`~optimize.scores.TestScore` fields of those names."""
     every = read_records(test_dir / "predictions.jsonl")
     records = [r for r in every if r.condition == "program"]
     refs = NoLMReferences(retriever).strongest(records)
     alone = summary.get("program-no-lm")
     return {
-        "no_lm_recall": alone["recall_by_round"][-1]
-        if alone and alone["recall_by_round"]
-        else None,
+        "no_lm_recall": alone.final_recall if alone else None,
         "references": {"bm25": refs["bm25"], "phrases": refs["phrases"]},
         **_paired_lm_share(records, [r for r in every if r.condition == "program-no-lm"]),
     }
@@ -130,20 +131,19 @@ def lm_queries_line(weighed: dict[str, Any]) -> str:
     )
 
 
-def held_out_verdict(test: dict[str, Any]) -> str:
+def held_out_verdict(test: TestScore) -> str:
     """The test recall beside the no-LM parts alone and both references; for a program that
     writes queries, a second line: the LM's share held out, with its paired interval."""
-    by_round = test.get("recall_by_round") or [0.0]
-    refs = test.get("references") or {}
-    parts = [f"test recall {by_round[-1]:.3f}"]
-    if isinstance(test.get("no_lm_recall"), int | float):
-        parts.append(f"its no-LM parts alone {test['no_lm_recall']:.3f}")
+    refs = test.references or {}
+    parts = [f"test recall {test.figures.final_recall or 0.0:.3f}"]
+    if isinstance(test.no_lm_recall, int | float):
+        parts.append(f"its no-LM parts alone {test.no_lm_recall:.3f}")
     for kind in ("bm25", "phrases"):
         if isinstance(refs.get(kind), int | float):
             parts.append(f"{kind}-N {refs[kind]:.3f}")
     line = "; ".join(parts) + " (references at each question's own article count N, no LM)"
-    ci = test.get("lm_share_ci95")
-    if isinstance(test.get("lm_share"), int | float) and ci:
+    ci = test.lm_share_ci95
+    if isinstance(test.lm_share, int | float) and ci:
         if ci[0] > 0:
             said = "the LM added recall"
         elif ci[1] < 0:
@@ -152,7 +152,7 @@ def held_out_verdict(test: dict[str, Any]) -> str:
             said = "the LM added nothing shown: its no-LM parts alone do as well, at no token cost"
         line += (
             f"\nheld out, the LM's share (recall minus its no-LM parts alone, paired 95% "
-            f"interval, {test['lm_share_n']} questions): {test['lm_share']:+.3f} "
+            f"interval, {test.lm_share_n} questions): {test.lm_share:+.3f} "
             f"[{ci[0]:+.3f}, {ci[1]:+.3f}]: {said}"
         )
     return line

@@ -6,10 +6,13 @@ import logging
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import optuna
 import pandas as pd
 from optuna.trial import FrozenTrial, TrialState
+
+from optimize.scores import TrialFigures
 
 logger = logging.getLogger(__name__)
 
@@ -103,8 +106,11 @@ def trials_frame(study: optuna.Study) -> pd.DataFrame:
     return frame.drop(columns=[c for c in hidden if c in frame.columns])
 
 
-def _attr(t: FrozenTrial, name: str) -> str:
-    value = t.user_attrs.get(name)
+def _or(value: Any, missing: Any) -> Any:
+    return missing if value is None else value
+
+
+def _figure(value: float | None) -> str:
     return f"{value:.3f}" if isinstance(value, int | float) else "—"
 
 
@@ -116,22 +122,22 @@ _COLUMN_OBJECTIVES = ("accuracy", "recall")
 
 
 def _row(t: FrozenTrial, chosen: FrozenTrial | None, metric: str) -> str:
-    a = t.user_attrs
+    a = TrialFigures.of(t)
     mark = " ◀ chosen" if chosen is not None and t.number == chosen.number else ""
     objective = f"{t.values[0]:.3f}"
     own = "" if metric in _COLUMN_OBJECTIVES else f" {objective} |"
     if metric == "accuracy":
         accuracy = objective
     else:
-        accuracy = "—" if metric in RETRIEVAL_OBJECTIVES else _attr(t, "accuracy")
-    recall = objective if metric == "recall" else _attr(t, "recall")
+        accuracy = "—" if metric in RETRIEVAL_OBJECTIVES else _figure(a.accuracy)
+    recall = objective if metric == "recall" else _figure(a.recall)
     return (
         f"| {t.number}{mark} | {t.params['prompt']} | {t.params['rounds']} | {t.params['k']} | "
         f"{t.params['n_docs']} |{own} {accuracy} | {recall} | "
-        f"{_attr(t, 'no_lm_recall')} | {_attr(t, 'ref_bm25')} | "
-        f"{_attr(t, 'ref_phrases')} | {t.values[1]:.0f} | "
-        f"{a.get('lm_calls_per_q', float('nan')):.2f} | {a.get('judge_errors', '—')} | "
-        f"{a.get('n_questions', '—')} |"
+        f"{_figure(a.no_lm_recall)} | {_figure(a.ref_bm25)} | "
+        f"{_figure(a.ref_phrases)} | {t.values[1]:.0f} | "
+        f"{_or(a.lm_calls_per_q, float('nan')):.2f} | {_or(a.judge_errors, '—')} | "
+        f"{_or(a.n_questions, '—')} |"
     )
 
 

@@ -43,9 +43,10 @@ from frames_dspy.programs import (
 )
 from frames_dspy.results.records import QuestionRecord
 from frames_dspy.results.run_folder import RunFolder
-from frames_dspy.results.summary import objective_value, summarize_records
+from frames_dspy.results.summary import ConditionSummary, objective_value, summarize_records
 from frames_dspy.run.runner import Runner
 from optimize.pareto import RETRIEVAL_OBJECTIVES
+from optimize.scores import TrialFigures
 
 logger = logging.getLogger(__name__)
 
@@ -249,7 +250,7 @@ class DevScore:
     reference: float | None = None
 
     @functools.cached_property
-    def figures(self) -> dict[str, Any]:
+    def figures(self) -> ConditionSummary:
         return summarize_records(self.records)
 
     @property
@@ -262,17 +263,17 @@ class DevScore:
 
     @property
     def accuracy(self) -> float:
-        return self.figures["accuracy"] or 0.0
+        return self.figures.accuracy or 0.0
 
     @property
     def tokens_per_q(self) -> float:
         """Metered tokens per question (see :mod:`frames_dspy.results.records`)."""
-        return self.figures["tokens_per_question"]
+        return self.figures.tokens_per_question
 
     @property
     def recall_by_round(self) -> list[float]:
         """Mean gold-article recall per round over every question with a gold article."""
-        return self.figures["recall_by_round"]
+        return self.figures.recall_by_round
 
     @property
     def recall(self) -> float:
@@ -300,11 +301,11 @@ class DevScore:
             "recall": round(self.recall, 6),
             "recall_round1": round(by_round[0], 6) if by_round else None,
             "tokens_per_q": round(self.tokens_per_q, 2),
-            "reported_tokens_per_q": round(f["reported_tokens_per_question"], 2),
-            "lm_calls_per_q": round(f["lm_calls_per_question"], 3),
-            "judge_calls": f["judge_calls"],
-            "judge_errors": f["judge_errors"],
-            "program_errors": f["program_errors"],
+            "reported_tokens_per_q": round(f.reported_tokens_per_question, 2),
+            "lm_calls_per_q": round(f.lm_calls_per_question, 3),
+            "judge_calls": f.judge_calls,
+            "judge_errors": f.judge_errors,
+            "program_errors": f.program_errors,
             "n_questions": self.n,
             "seconds": round(self.seconds, 2),
         }
@@ -396,7 +397,7 @@ def reap_dead_local_trials(study: optuna.Study) -> list[int]:
     running = study.get_trials(deepcopy=False, states=(TrialState.RUNNING,))
     dead = []
     for trial in running:
-        owner = str(trial.user_attrs.get("worker", ""))
+        owner = str(TrialFigures.of(trial).worker or "")
         owner_host, _, pid = owner.rpartition(":")
         if owner_host != host or not pid.isdigit() or int(pid) == os.getpid():
             continue

@@ -31,7 +31,7 @@ from frames_dspy.programs.conditions import AGENT_KNOBS, MULTIHOP_KNOBS
 from frames_dspy.results.records import QuestionRecord, RecordError
 from frames_dspy.results.run_folder import load_records
 from frames_dspy.results.stats import mcnemar_exact, paired_bootstrap_ci
-from frames_dspy.results.summary import ordered_conditions, summarize_records
+from frames_dspy.results.summary import ConditionSummary, ordered_conditions, summarize_records
 
 logger = logging.getLogger(__name__)
 
@@ -371,18 +371,18 @@ def compare_conditions(
     )
 
 
-def _search_figures(row_a: dict[str, Any], row_b: dict[str, Any]) -> dict[str, Any]:
+def _search_figures(row_a: ConditionSummary, row_b: ConditionSummary) -> dict[str, Any]:
     """Tokens and how each side searched, from each side's summary of the paired questions."""
-    figures = {
-        "tokens_per_q": "tokens_per_question",
-        "near_repeat": "near_repeat_rate",
-        "steps_per_q": "steps_per_question",
-        "articles_read_per_q": "articles_read_per_question",
+    return {
+        "tokens_per_q_a": row_a.tokens_per_question,
+        "tokens_per_q_b": row_b.tokens_per_question,
+        "near_repeat_a": row_a.near_repeat_rate,
+        "near_repeat_b": row_b.near_repeat_rate,
+        "steps_per_q_a": row_a.steps_per_question,
+        "steps_per_q_b": row_b.steps_per_question,
+        "articles_read_per_q_a": row_a.articles_read_per_question,
+        "articles_read_per_q_b": row_b.articles_read_per_question,
     }
-    out = {}
-    for name, figure in figures.items():
-        out[f"{name}_a"], out[f"{name}_b"] = row_a[figure], row_b[figure]
-    return out
 
 
 def _retrieval_only(run: Run) -> bool:

@@ -225,7 +225,7 @@ def _describe(part: dict[str, Any]) -> str:
     model = (config.get("settings") or {}).get("model") or "?"
     conditions = len(part["summary"])
     questions = len(config.get("selected_ids") or []) or max(
-        (row["n"] for row in part["summary"].values()), default=0
+        (row.n for row in part["summary"].values()), default=0
     )
     return f"{model}: {conditions} condition(s) x {questions} question(s)"
 
@@ -236,7 +236,8 @@ def report_data(
     *,
     compare: CompareConfig | None = None,
 ) -> dict[str, Any]:
-    """Everything the page shows, as JSON-ready data.
+    """Everything the page shows, as JSON-ready data; each run's ``summary`` is its
+    :class:`~frames_dspy.results.summary.ConditionSummary` rows, which the page shows as cells.
 
     Args:
         run_dir: The run folder.

@@ -10,9 +10,8 @@ from __future__ import annotations
 
 import logging
 import math
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import Any
 
 import pandas as pd
 
@@ -22,8 +21,10 @@ from frames_dspy.results.records import QuestionRecord, read_records, records_fr
 from frames_dspy.results.run_folder import load_records
 from frames_dspy.results.summary import (
     CONDITION_ORDER,
+    ConditionSummary,
     ordered_conditions,
     summarize,
+    summary_to_json,
     wilson_interval,
 )
 
@@ -65,15 +66,15 @@ def _fmt(value: float | None, digits: int = 3) -> str:
     )
 
 
-def _answer_in_context_text(row: dict[str, Any]) -> str:
-    checked = row.get("answer_in_context_n")
+def _answer_in_context_text(row: ConditionSummary) -> str:
+    checked = row.answer_in_context_n
     if not checked:
         return "—"
-    return f"{_fmt(row.get('answer_in_context'))} ({checked})"
+    return f"{_fmt(row.answer_in_context)} ({checked})"
 
 
 def table3_cells(
-    summary: dict[str, dict[str, Any]], *, model: str = "", accuracy_measured: bool = True
+    summary: Mapping[str, ConditionSummary], *, model: str = "", accuracy_measured: bool = True
 ) -> tuple[list[str], list[list[str]]]:
     """The header and the formatted cells of :func:`table3_markdown`, one list per condition
     (the HTML report shows the same cells). A run that measured no accuracy (retrieval only:
@@ -89,28 +90,26 @@ def table3_cells(
     rows = []
     for name in names:
         row = summary[name]
-        recall = row["recall_by_round"][-1] if row["recall_by_round"] else None
-        recall_text = f"{_fmt(recall)} ({row.get('recall_n', 0)})" if recall is not None else "—"
-        low, high = row["ci95"]
-        calls = row.get("lm_calls", 0)
-        cached = row.get("cached_calls", 0)
+        recall = row.final_recall
+        recall_text = f"{_fmt(recall)} ({row.recall_n})" if recall is not None else "—"
+        low, high = row.ci95
+        calls, cached = row.lm_calls, row.cached_calls
         cached_text = f"{cached}/{calls}" if calls else str(cached)
-        verdicts = f"{row['rule_verdicts']}/{row['lm_verdicts']}" if "rule_verdicts" in row else "—"
         rows.append(
             [
                 name,
-                str(row["n"]),
-                _fmt(row["accuracy"] if accuracy_measured else None),
+                str(row.n),
+                _fmt(row.accuracy if accuracy_measured else None),
                 f"[{_fmt(low, 2)}, {_fmt(high, 2)}]" if accuracy_measured else "—",
-                str(row.get("program_errors", 0)),
-                str(row["judge_errors"]),
-                verdicts,
+                str(row.program_errors),
+                str(row.judge_errors),
+                f"{row.rule_verdicts}/{row.lm_verdicts}",
                 cached_text,
-                str(row.get("retries", 0)),
+                str(row.retries),
                 recall_text,
                 _answer_in_context_text(row),
-                f"{row['tokens_per_question']:.0f}",
-                f"{row['lm_calls_per_question']:.1f}",
+                f"{row.tokens_per_question:.0f}",
+                f"{row.lm_calls_per_question:.1f}",
                 _fmt(PAPER_ACCURACY.get(name)),
             ]
         )
@@ -118,7 +117,7 @@ def table3_cells(
 
 
 def table3_markdown(
-    summary: dict[str, dict[str, Any]],
+    summary: Mapping[str, ConditionSummary],
     *,
     model: str = "",
     notes: Sequence[str] = (),
@@ -160,13 +159,13 @@ def _share(value: float | None) -> str:
     return "—" if value is None else f"{value:.2f}"
 
 
-def _stops(row: dict[str, Any]) -> str:
-    stops = row.get("stop_reasons")
+def _stops(row: ConditionSummary) -> str:
+    stops = row.stop_reasons
     return ", ".join(f"{reason} {n}" for reason, n in stops.items()) if stops else "—"
 
 
 def search_cells(
-    summary: dict[str, dict[str, Any]], *, accuracy_measured: bool = True
+    summary: Mapping[str, ConditionSummary], *, accuracy_measured: bool = True
 ) -> tuple[list[str], list[list[str]]]:
     """How each condition's LM searched, for the conditions whose LM chose queries or that
     have a trajectory: repetition (near and exact), an agent's steps, searches, articles
@@ -183,22 +182,21 @@ def search_cells(
         set(summary) - set(CONDITION_ORDER)
     ):
         row = summary[name]
-        if row.get("near_repeat_rate") is None and not row.get("agent_n"):
+        if row.near_repeat_rate is None and not row.agent_n:
             continue
-        per_q = [row.get(k) for k in ("steps_per_question", "searches_per_question")]
-        per_q += [
-            row.get(k) for k in ("articles_read_per_question", "malformed_calls_per_question")
-        ]
-        used = row.get("gold_used") if accuracy_measured else None
+        per_q = [row.steps_per_question, row.searches_per_question]
+        per_q += [row.articles_read_per_question, row.malformed_calls_per_question]
+        used = row.gold_used if accuracy_measured else None
         rows.append(
             [
                 name,
-                str(row["n"]),
-                f"{row['tokens_per_question']:.0f}",
-                _share(row.get("near_repeat_rate")),
-                _share(row.get("query_repetition_rate")),
+                str(row.n),
+                f"{row.tokens_per_question:.0f}",
+                _share(row.near_repeat_rate),
+                _share(row.query_repetition_rate),
                 *(_fmt(v, 1) for v in per_q),
-                *(_share(row.get(k)) for k in ("gold_searched", "gold_read")),
+                _share(row.gold_searched),
+                _share(row.gold_read),
                 _share(used),
                 _stops(row),
             ]
@@ -206,7 +204,9 @@ def search_cells(
     return header, rows
 
 
-def search_markdown(summary: dict[str, dict[str, Any]], *, accuracy_measured: bool = True) -> str:
+def search_markdown(
+    summary: Mapping[str, ConditionSummary], *, accuracy_measured: bool = True
+) -> str:
     """:func:`search_cells` as a markdown table with its note; "" when no condition's LM
     chose a query."""
     header, rows = search_cells(summary, accuracy_measured=accuracy_measured)
@@ -217,9 +217,9 @@ def search_markdown(summary: dict[str, dict[str, Any]], *, accuracy_measured: bo
     return "\n".join([*lines, "", SEARCH_NOTE]) + "\n"
 
 
-def duplicates_note(summary: dict[str, dict[str, Any]]) -> str | None:
+def duplicates_note(summary: Mapping[str, ConditionSummary]) -> str | None:
     """What a table says when questions were recorded more than once (None when none were)."""
-    ignored = {name: row.get("duplicates_ignored") or 0 for name, row in summary.items()}
+    ignored = {name: row.duplicates_ignored for name, row in summary.items()}
     if not any(ignored.values()):
         return None
     where = ", ".join(f"{name} {n}" for name, n in ignored.items() if n)
@@ -325,12 +325,12 @@ def plot_accuracy_by_type(records: Sequence[QuestionRecord], path: str | Path | 
     return fig
 
 
-def plot_recall_by_round(summary: dict[str, dict[str, Any]], path: str | Path | None = None):
+def plot_recall_by_round(summary: Mapping[str, ConditionSummary], path: str | Path | None = None):
     """Mean gold-article recall after each retrieval round, one line per condition."""
     import matplotlib.pyplot as plt
 
     fig, ax = plt.subplots(figsize=(7, 4))
-    curves = {name: row.get("recall_by_round") or [] for name, row in summary.items()}
+    curves = {name: row.recall_by_round for name, row in summary.items()}
     curves = {name: recall for name, recall in curves.items() if recall}
     depth = max((len(r) for r in curves.values()), default=1)
     markers = "osD^vPX*"
@@ -488,7 +488,7 @@ def write_reports(
     model: str = "",
     notes: Sequence[str] = (),
     accuracy_measured: bool = True,
-) -> dict[str, dict[str, Any]]:
+) -> dict[str, ConditionSummary]:
     """Write ``summary.json``, ``table.md``, per-type and per-article-count tables and plots.
 
     ``notes`` (how the run was made: judge, cache, an early stop) head ``table.md``. A run
@@ -499,7 +499,7 @@ def write_reports(
     records = load_records(run_dir)
     summary = summarize(records)  # each question once; it says how many records it left out
     records, _ = unique_records(records)
-    atomic_write_json(run_dir / "summary.json", summary)
+    atomic_write_json(run_dir / "summary.json", summary_to_json(summary))
     if not records:
         return summary
     table = table3_markdown(summary, model=model, notes=notes, accuracy_measured=accuracy_measured)

@@ -16,6 +16,7 @@ import logging
 import sys
 import tempfile
 from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from importlib import metadata
 from pathlib import Path
@@ -28,6 +29,7 @@ from frames_dspy.results.records import (
     folder_schema,
     read_records,
 )
+from frames_dspy.results.summary import ConditionSummary
 
 logger = logging.getLogger(__name__)
 
@@ -215,28 +217,25 @@ class RunFolder:
         atomic_write_json(self.path / name, payload)
 
 
-class RunSummary(dict):
-    """Per-condition summary rows (a dict, as ``summary.json`` holds them) and how the run went.
+@dataclass
+class RunSummary:
+    """How an evaluation went: its per-condition summaries and how the run was made.
 
     Attributes:
+        rows: Each condition's figures, in table order (``summary.json`` holds them).
         out: The run folder.
         stopped: Why the run stopped before every question was done (a budget, Ctrl-C), or None.
         notes: How the run was made (models, judge, cache, an early stop), as ``table.md`` says.
     """
 
-    def __init__(self, rows: dict[str, dict[str, Any]], *, out: Path, stopped, notes):
-        super().__init__(rows)
-        self.out = out
-        self.stopped = stopped
-        self.notes = list(notes)
+    rows: dict[str, ConditionSummary]
+    out: Path
+    stopped: str | None = None
+    notes: list[str] = field(default_factory=list)
 
-    def failing(self, max_rate: float) -> dict[str, dict[str, Any]]:
+    def failing(self, max_rate: float) -> dict[str, ConditionSummary]:
         """Conditions where more than ``max_rate`` of the questions' programs failed."""
-        return {
-            name: row
-            for name, row in self.items()
-            if row["n"] and row["program_errors"] / row["n"] > max_rate
-        }
+        return {name: row for name, row in self.rows.items() if row.program_errors_above(max_rate)}
 
 
 def package_versions() -> dict[str, str]:

@@ -44,6 +44,7 @@ from frames_dspy.results import report
 from frames_dspy.results.html_report import write_html_report
 from frames_dspy.results.records import SCHEMA_VERSION, QuestionRecord
 from frames_dspy.results.run_folder import RunFolder, RunSummary, check_out, setting_differences
+from frames_dspy.results.summary import ConditionSummary
 from frames_dspy.run.cost import Pricer, SpendMeter, estimate_lines, question_cost
 from frames_dspy.run.eval_config import RESUME_KEYS, EvalConfig
 from frames_dspy.run.progress import RunProgress
@@ -221,7 +222,9 @@ def _snapshot_note(store: DiskArticleStore, settings: EvalConfig, selected) -> s
     )
 
 
-def _write_reports(out: Path, settings: EvalConfig, notes: list[str]) -> dict[str, Any]:
+def _write_reports(
+    out: Path, settings: EvalConfig, notes: list[str]
+) -> dict[str, ConditionSummary]:
     """summary.json, table.md, the plots, and report.html once a question has finished."""
     rows = report.write_reports(
         out, model=settings.model, notes=notes, accuracy_measured=not settings.retrieval_only
@@ -390,7 +393,7 @@ def _evaluate(plan: _Plan, *, progress: bool, say: Callable[[str], None]) -> Run
         raise run.write_failed(err, plan.keys) from err
     if settings.mlflow and rows:
         log_evaluation(out, rows, run_config, settings=settings)
-    return RunSummary(rows, out=out, stopped=stopped, notes=notes)
+    return RunSummary(rows=rows, out=out, stopped=stopped, notes=list(notes))
 
 
 def _run_conditions(

@@ -24,6 +24,7 @@ from pathlib import Path
 from typing import Any
 
 from frames_dspy.base.redaction import redact_settings
+from frames_dspy.results.summary import ConditionSummary
 
 logger = logging.getLogger(__name__)
 
@@ -130,7 +131,7 @@ def _number(value: Any) -> float | None:
     return None if math.isnan(value) else float(value)
 
 
-#: Figures of a condition's ``summary.json`` row logged as metrics, under the same names.
+#: Figures of a condition's summary logged as metrics, under their names (as in ``summary.json``).
 _FIGURES = (
     "n", "correct", "accuracy", "accuracy_judged", "program_errors", "program_error_rate",
     "judge_errors", "judge_calls", "rule_verdicts", "lm_verdicts", "lm_calls", "cached_calls",
@@ -143,12 +144,12 @@ _FIGURES = (
 )  # fmt: skip
 
 
-def condition_metrics(row: Mapping[str, Any]) -> dict[str, float]:
-    """A condition's Table-3 figures as MLflow metrics (missing and NaN ones left out)."""
-    metrics = {name: _number(row.get(name)) for name in _FIGURES}
-    low, high = (row.get("ci95") or [None, None])[:2]
+def condition_metrics(row: ConditionSummary) -> dict[str, float]:
+    """A condition's Table-3 figures as MLflow metrics (None and NaN ones left out)."""
+    metrics = {name: _number(getattr(row, name)) for name in _FIGURES}
+    low, high = row.ci95
     metrics["ci95_low"], metrics["ci95_high"] = _number(low), _number(high)
-    recall = row.get("recall_by_round") or []
+    recall = row.recall_by_round
     if recall:
         metrics["recall_final"] = _number(recall[-1])
         metrics["recall_round1"] = _number(recall[0])
@@ -157,7 +158,7 @@ def condition_metrics(row: Mapping[str, Any]) -> dict[str, float]:
 
 def log_evaluation(
     run_dir: str | Path,
-    summary: Mapping[str, Mapping[str, Any]],
+    summary: Mapping[str, ConditionSummary],
     config: Mapping[str, Any],
     *,
     settings: Any = None,
@@ -168,7 +169,7 @@ def log_evaluation(
 
     Args:
         run_dir: The run folder, logged whole as artifacts (``report.html`` included).
-        summary: Per-condition rows, as in ``summary.json``.
+        summary: Per-condition summaries (``summary.json`` holds them).
         config: The run's ``config.json``.
         settings: The run's settings, which name the store and experiment (default: the
             config's ``settings``; a tracking URI with a password needs the real ones, as
@@ -199,7 +200,7 @@ def log_evaluation(
             ):
                 mlflow.log_params(_params(condition=condition, program=spec))
                 mlflow.log_metrics(condition_metrics(row))
-                for step, value in enumerate(row.get("recall_by_round") or [], start=1):
+                for step, value in enumerate(row.recall_by_round, start=1):
                     if (number := _number(value)) is not None:
                         mlflow.log_metric("recall_by_round", number, step=step)
         mlflow.log_artifacts(str(run_dir), artifact_path="run_folder")

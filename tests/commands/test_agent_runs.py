@@ -70,14 +70,14 @@ def test_the_agent_and_multistep_planning_run_side_by_side(data, tmp_path):
     config = config_for(data, out, conditions=["agent", "multistep-planning"], max_steps=5)
     summary = run_evaluation(config, lm=agent_lm(), judge_lm=judge(), progress=False)
 
-    assert list(summary) == ["multistep-planning", "agent"]
-    agent, planning = summary["agent"], summary["multistep-planning"]
-    assert agent["n"] == planning["n"] == 3 and agent["program_errors"] == 0
-    assert agent["steps_per_question"] == 3.0 and agent["articles_read_per_question"] == 1.0
-    assert agent["stop_reasons"] == {"finish": 3}
-    assert agent["near_repeat_rate"] == 0.0  # one search a question
-    assert planning["near_repeat_rate"] is not None and planning["steps_per_question"] is None
-    assert agent["tokens_per_question"] > 0 and planning["tokens_per_question"] > 0
+    assert list(summary.rows) == ["multistep-planning", "agent"]
+    agent, planning = summary.rows["agent"], summary.rows["multistep-planning"]
+    assert agent.n == planning.n == 3 and agent.program_errors == 0
+    assert agent.steps_per_question == 3.0 and agent.articles_read_per_question == 1.0
+    assert agent.stop_reasons == {"finish": 3}
+    assert agent.near_repeat_rate == 0.0  # one search a question
+    assert planning.near_repeat_rate is not None and planning.steps_per_question is None
+    assert agent.tokens_per_question > 0 and planning.tokens_per_question > 0
     # Question 0's answer "Novak Djokovic" is right by rule in both conditions.
     records = {(r.condition, r.id): r for r in read_records(out)}
     first = records[("agent", 0)]
@@ -159,11 +159,13 @@ def test_the_agent_runs_on_a_snapshot_and_reads_through_its_title_lookup(data, t
     out = tmp_path / "run"
     config = config_for(data, out, conditions=["agent"], corpus=str(snapshot))
     summary = run_evaluation(config, lm=agent_lm(), judge_lm=judge(), progress=False)
-    assert summary["agent"]["n"] == 3 and summary["agent"]["program_errors"] == 0
+    assert summary.rows["agent"].n == 3 and summary.rows["agent"].program_errors == 0
     recorded = json.loads((out / "config.json").read_text())
     assert recorded["settings"]["retriever"] == "tantivy"
     # Every fixture question's first search put a gold article first; the agent read it.
-    assert summary["agent"]["gold_read"] > 0 and summary["agent"]["stop_reasons"] == {"finish": 3}
+    assert summary.rows["agent"].gold_read > 0 and summary.rows["agent"].stop_reasons == {
+        "finish": 3
+    }
 
     # A read by title goes through the snapshot store's own title lookup.
     store = open_snapshot(parse_snapshot(str(snapshot)), index_dir=tmp_path / "idx")

@@ -108,8 +108,8 @@ def test_end_to_end_all_six_conditions_then_resume(data, tmp_path):
     lm, judge_lm = program_lm(LEITH), judge()
     summary = run_evaluation(config_for(data, out), lm=lm, judge_lm=judge_lm, progress=False)
 
-    assert list(summary) == ALL
-    assert all(row["n"] == 3 for row in summary.values())
+    assert list(summary.rows) == ALL
+    assert all(row.n == 3 for row in summary.rows.values())
     for name in ("config.json", "predictions.jsonl", "summary.json", "table.md"):
         assert (out / name).is_file(), name
 
@@ -170,7 +170,7 @@ def test_end_to_end_all_six_conditions_then_resume(data, tmp_path):
     again = run_evaluation(config_for(data, out), lm=lm, judge_lm=judge_lm, progress=False)
     assert (out / "predictions.jsonl").read_bytes() == before
     assert (len(lm.history), len(judge_lm.history)) == calls
-    assert again == summary
+    assert again.rows == summary.rows
 
     # Other settings on the same folder are refused, naming the difference.
     with pytest.raises(ValueError, match=r"rounds: 2 -> 3") as info:
@@ -214,7 +214,7 @@ def test_a_run_scored_by_the_old_autorater_is_not_resumed(data, tmp_path):
             progress=False,
         )
     # Its records still read and summarise.
-    assert report.summarize(report.load_records(out))["naive"]["n"] == 1
+    assert report.summarize(report.load_records(out))["naive"].n == 1
 
 
 def test_resume_with_only_some_of_the_conditions(data, tmp_path):
@@ -395,7 +395,7 @@ def test_a_failing_question_is_recorded_and_the_run_goes_on(data, tmp_path):
     assert failed["answer"] == ""
     assert failed["correct"] is False and failed["judge_method"] == "empty"
     assert records[0]["error"] is None and records[0]["correct"] is True
-    assert summary["bm25-2"]["program_errors"] == 1
+    assert summary.rows["bm25-2"].program_errors == 1
 
 
 def test_an_lm_setup_error_stops_the_run(data, tmp_path):
@@ -449,7 +449,7 @@ def test_bm25_n_retrieves_n_articles_for_the_question(data, tmp_path):
         judge_lm=judge(),
         progress=False,
     )
-    assert set(summary) == {"bm25-3", "bm25-1"}
+    assert set(summary.rows) == {"bm25-3", "bm25-1"}
     records = [json.loads(line) for line in lines_of(out)]
     found = {(r["condition"], r["id"]): r["context_ids"] for r in records}
     for record in records:
@@ -467,7 +467,7 @@ def test_a_run_of_phrases_n_alone_builds_the_retriever_it_needs(data, tmp_path):
     # Which conditions need a retriever comes from their classes (NEEDS), not a list of kinds.
     config = config_for(data, tmp_path / "run", conditions=["phrases-4"])
     summary = run_evaluation(config, lm=program_lm(), judge_lm=judge(), progress=False)
-    assert summary["phrases-4"]["n"] == 3 and summary["phrases-4"]["program_errors"] == 0
+    assert summary.rows["phrases-4"].n == 3 and summary.rows["phrases-4"].program_errors == 0
 
 
 def test_retrieval_only_makes_no_answer_or_judge_call(data, tmp_path):
@@ -486,7 +486,7 @@ def test_retrieval_only_makes_no_answer_or_judge_call(data, tmp_path):
     # Only the query writer ran: two rounds, one call each, three questions.
     assert len(lm.history) == 6
     assert all("[[ ## answer ## ]]" not in str(h["messages"]) for h in lm.history)
-    assert len(summary["multistep-vanilla"]["recall_by_round"]) == 2
+    assert len(summary.rows["multistep-vanilla"].recall_by_round) == 2
     # Nothing was measured, so the tables say so instead of 0.000 [0.00, ...].
     table = (out / "table.md").read_text()
     row = next(line for line in table.splitlines() if line.startswith("| bm25-2 |"))
@@ -534,7 +534,7 @@ def test_run_evaluation_runs_a_saved_program(data, tmp_path):
         judge_lm=judge(),
         progress=False,
     )
-    assert list(summary) == ["program"]
+    assert list(summary.rows) == ["program"]
     assert set(keys_of(out)) == {("program", i) for i in range(3)}
 
 
@@ -753,10 +753,10 @@ def test_a_failed_question_keeps_the_recall_of_what_it_retrieved(data, tmp_path)
     # Each failed after two rounds of retrieval; what it found counts towards recall.
     assert all(len(r["context_ids"]) == 2 for r in records)
     assert all(isinstance(r["recall"], list) and len(r["recall"]) == 2 for r in records)
-    row = summary["multistep-vanilla"]
-    assert row["program_errors"] == 3 and row["recall_n"] == 3
-    assert row["program_errors_by_kind"] == {"LMCallError": 3}
-    assert row["recall_by_round"][-1] > 0
+    row = summary.rows["multistep-vanilla"]
+    assert row.program_errors == 3 and row.recall_n == 3
+    assert row.program_errors_by_kind == {"LMCallError": 3}
+    assert row.recall_by_round[-1] > 0
 
 
 def test_a_judge_that_fails_gives_judge_errors_not_a_crash(data, tmp_path):
@@ -786,7 +786,7 @@ def test_a_judge_that_fails_gives_judge_errors_not_a_crash(data, tmp_path):
     ]
     failed = [r for r in records if r["judge_method"] == "judge_error"]
     assert failed[0]["correct"] is None and "judge server gone" in failed[0]["judge_explanation"]
-    assert summary["naive"]["judge_errors"] == 1 and summary["naive"]["accuracy"] == 0.0
+    assert summary.rows["naive"].judge_errors == 1 and summary.rows["naive"].accuracy == 0.0
 
 
 def test_the_estimate_comes_before_any_lm_call(data, tmp_path):
@@ -871,7 +871,7 @@ def test_no_lm_parts_run_beside_each_program_that_writes_queries(data, tmp_path)
         no_lm_parts=True,
     )
     summary = run_evaluation(config, lm=lm, judge_lm=judge(), progress=False)
-    assert list(summary) == ["bm25-4", "multistep-vanilla", "multistep-vanilla-no-lm"]
+    assert list(summary.rows) == ["bm25-4", "multistep-vanilla", "multistep-vanilla-no-lm"]
     records = [json.loads(line) for line in lines_of(out)]
     alone = [r for r in records if r["condition"] == "multistep-vanilla-no-lm"]
     written = [r for r in records if r["condition"] == "multistep-vanilla"]

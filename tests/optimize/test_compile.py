@@ -7,6 +7,7 @@ and twelve two-hop questions over a tiny in-code corpus (tests/fixtures/opt_help
 from __future__ import annotations
 
 import json
+from dataclasses import fields, replace
 from pathlib import Path
 from types import SimpleNamespace
 
@@ -19,9 +20,11 @@ from opt_helpers import (
     run_tiny,
 )
 
+from frames_dspy.results.summary import summarize_records
 from frames_dspy.run.evaluation import EvalConfig, run_evaluation
 from optimize import compile as opt_compile
 from optimize.config import CompileConfig
+from optimize.scores import ChosenTrial, TestScore
 
 
 def test_two_trial_study_writes_every_file_and_a_reproducible_test_score(tiny, tmp_path, caplog):
@@ -91,8 +94,8 @@ def test_two_trial_study_writes_every_file_and_a_reproducible_test_score(tiny, t
         store=store,
         retriever=retriever,
         progress=False,
-    )["program"]
-    assert rerun["accuracy"] == score["accuracy"] and rerun["n"] == score["n"]
+    ).rows["program"]
+    assert rerun.accuracy == score["accuracy"] and rerun.n == score["n"]
 
     # Rerunning the finished command does no new trial and rescores nothing.
     again, lines = run_tiny(tiny, tmp_path)
@@ -100,7 +103,7 @@ def test_two_trial_study_writes_every_file_and_a_reproducible_test_score(tiny, t
     assert not any(
         line.startswith("trial ") and "acc" in line and "chosen" not in line for line in lines
     )
-    assert again.test["accuracy"] == score["accuracy"]
+    assert again.test.figures.accuracy == score["accuracy"]
 
 
 @pytest.mark.parametrize(
@@ -171,22 +174,27 @@ def test_bad_search_options_are_refused(argv, message, capsys):
 
 
 def test_the_outcome_of_a_recall_or_lift_study_shows_recall_and_no_accuracy():
-    chosen = {
-        "trial": 0,
-        "label": "titles r2 k2",
-        "objective": "lift",
-        "dev_objective": 0.033,
-        "dev_accuracy": 0.0,
-        "dev_recall": 0.906,
-        "dev_tokens_per_q": 1360.0,
-    }
-    test = {
-        "n": 100,
-        "accuracy": 0.0,
-        "ci95": [0.0, 0.04],
-        "tokens_per_question": 1449.0,
-        "recall_by_round": [0.849, 0.909],
-    }
+    chosen = ChosenTrial(
+        **{f.name: None for f in fields(ChosenTrial)}
+        | dict(
+            trial=0,
+            label="titles r2 k2",
+            objective="lift",
+            dev_objective=0.033,
+            dev_accuracy=0.0,
+            dev_recall=0.906,
+            dev_tokens_per_q=1360.0,
+        )
+    )
+    figures = replace(
+        summarize_records([]),
+        n=100,
+        accuracy=0.0,
+        ci95=(0.0, 0.04),
+        tokens_per_question=1449.0,
+        recall_by_round=[0.849, 0.909],
+    )
+    test = TestScore(figures, 100, 824, "sha", "python -m ...", None, {})
     result = SimpleNamespace(chosen=chosen, test=test)
     lift = opt_compile.outcome_lines(result, "lift")
     assert lift == [

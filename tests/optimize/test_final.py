@@ -60,7 +60,7 @@ def test_bootstrap_random_search_runs_end_to_end(tiny, tmp_path):
         optimizer_candidates=1,
         demo_chars=300,
     )
-    info = result.chosen["compile"]
+    info = result.chosen.compile
     assert info["optimizer"] == "bootstrap-rs" and info["dev_accuracy_after"] is not None
     assert info["compiled"].startswith(("kept", "discarded"))
     info = json.loads((tmp_path / "program.json").read_text())["frames_dspy_info"]

@@ -156,7 +156,7 @@ def test_a_gold_demos_compile_takes_its_demos_from_train_only(tiny, tmp_path):
     state = json.loads((tmp_path / "out" / "program.json").read_text())
     demos = state["generate"]["demos"]
     assert demos and {d["question"] for d in demos} <= train
-    assert result.chosen["compile"]["optimizer"] == "gold-demos"
+    assert result.chosen.compile["optimizer"] == "gold-demos"
 
 
 @pytest.mark.parametrize("name, cls", [("bootstrap-rs", "BootstrapFewShotWithRandomSearch")])
@@ -247,8 +247,8 @@ def test_a_recall_compile_answers_nothing_on_dev_or_test(tiny, tmp_path):
     )
     asked = [m["content"] for call in lm.history for m in call["messages"]]
     assert asked and not any("[[ ## context ## ]]" in text for text in asked)
-    assert result.test["recall_by_round"] and "--retrieval-only" in result.command
-    paired = result.chosen["compile"]["dev_paired"]
+    assert result.test.figures.recall_by_round and "--retrieval-only" in result.command
+    paired = result.chosen.compile["dev_paired"]
     assert paired["n"] == 3 and len(paired["ci95"]) == 2
 
 

@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+from dataclasses import fields, replace
+
 import pytest
 
 from frames_dspy.results.records import QuestionRecord
+from frames_dspy.results.summary import summarize_records
 from optimize.lm_share import (
     _paired_lm_share,
     dev_share_check,
@@ -13,10 +16,24 @@ from optimize.lm_share import (
     lm_shown,
     lm_verdict,
 )
+from optimize.scores import ChosenTrial, TestScore
 
 
 def rec(condition, qid, recall):
     return QuestionRecord(condition=condition, id=qid, recall=recall)
+
+
+def scored(recall_by_round, **figures) -> TestScore:
+    """A test score whose run recalled ``recall_by_round``, with the no-LM ``figures``."""
+    summary = replace(summarize_records([]), recall_by_round=recall_by_round)
+    defaults = {"no_lm_recall": None, "references": {}}
+    return TestScore(summary, 10, 100, "sha", "python -m ...", **{**defaults, **figures})
+
+
+def chosen(**figures) -> ChosenTrial:
+    """A pick with the given dev figures (the others empty)."""
+    empty = {f.name: None for f in fields(ChosenTrial)}
+    return ChosenTrial(**{**empty, "params": {}, "compile": {}, **figures})
 
 
 def test_the_share_pairs_questions_by_id_and_counts_an_empty_search_as_zero():
@@ -40,14 +57,14 @@ def test_the_share_pairs_questions_by_id_and_counts_an_empty_search_as_zero():
     ],
 )
 def test_the_held_out_line_says_what_the_interval_shows(ci, said):
-    test = {
-        "recall_by_round": [0.85, 0.909],
-        "no_lm_recall": 0.910,
-        "references": {"bm25": 0.889, "phrases": 0.906},
-        "lm_share": -0.002,
-        "lm_share_ci95": ci,
-        "lm_share_n": 100,
-    }
+    test = scored(
+        [0.85, 0.909],
+        no_lm_recall=0.910,
+        references={"bm25": 0.889, "phrases": 0.906},
+        lm_share=-0.002,
+        lm_share_ci95=ci,
+        lm_share_n=100,
+    )
     first, second = held_out_verdict(test).splitlines()
     assert first.startswith("test recall 0.909; its no-LM parts alone 0.910; bm25-N 0.889")
     assert "-0.002 [" in second and "100 questions" in second
@@ -55,9 +72,12 @@ def test_the_held_out_line_says_what_the_interval_shows(ci, said):
 
 
 def test_a_program_without_lm_queries_gets_one_line_and_says_the_lm_added_nothing():
-    assert held_out_verdict({"recall_by_round": [0.9], "references": {}}).count("\n") == 0
-    assert lm_verdict({"lm_queries_per_round": 0}).startswith("the LM added nothing")
-    assert "writes 1 query a round" in lm_verdict({"lm_queries_per_round": 1})
+    assert held_out_verdict(scored([0.9], references={})).count("\n") == 0
+    assert lm_verdict(chosen(lm_queries_per_round=0)).startswith("the LM added nothing")
+    assert "writes 1 query a round" in lm_verdict(chosen(lm_queries_per_round=1))
+    line = lm_verdict(chosen(lm_queries_per_round=2, dev_recall=0.8, dev_no_lm_recall=0.75))
+    assert "writes 2 queries a round; dev recall 0.800 against 0.750" in line
+    assert "(the LM's share +0.050)" in line
 
 
 def test_the_dev_share_is_paired_by_question_and_shown_only_above_zero():

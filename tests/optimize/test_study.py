@@ -14,6 +14,7 @@ import socket
 import subprocess
 import sys
 import time
+from dataclasses import fields
 
 import optuna
 import pandas as pd
@@ -32,6 +33,7 @@ from frames_dspy.programs import ProgramSpec
 from frames_dspy.results.records import QuestionRecord
 from optimize.compile import build_parser
 from optimize.config import CompileConfig
+from optimize.scores import TrialFigures
 from optimize.study import (
     DevScore,
     Objective,
@@ -418,6 +420,10 @@ def test_a_lift_study_can_pick_a_program_that_sends_no_lm_query(tiny, tmp_path):
     )
     trials = pd.read_csv(tmp_path / "trials.csv")
     assert set(trials["params_phrase_docs"]) <= {0, 1}
+    # Every attribute a trial stores is one TrialFigures reads back typed.
+    stored = {c.removeprefix("user_attrs_") for c in trials if c.startswith("user_attrs_")}
+    assert {"label", "worker", "lift", "ref_best", "no_lm_recall", "lm_calls_total"} <= stored
+    assert stored <= {f.name for f in fields(TrialFigures)}
     # Every trial carries both no-LM references at its own article count and its lift.
     for _, row in trials[trials["state"] == "COMPLETE"].iterrows():
         best = max(row["user_attrs_ref_bm25"], row["user_attrs_ref_phrases"])
@@ -427,8 +433,8 @@ def test_a_lift_study_can_pick_a_program_that_sends_no_lm_query(tiny, tmp_path):
         assert row["user_attrs_lm_queries_per_round"] == writes
         assert pd.isna(row["user_attrs_no_lm_recall"]) == (writes == 0)
     chosen = result.chosen
-    assert chosen["lm_queries_per_round"] == chosen["k"] - 1
-    if chosen["lm_queries_per_round"] == 0:
+    assert chosen.lm_queries_per_round == chosen.params["k"] - 1
+    if chosen.lm_queries_per_round == 0:
         assert any("the LM added nothing" in line for line in lines)
     else:
         assert any("its no-LM parts alone at the same budget" in line for line in lines)

@@ -163,10 +163,7 @@ def test_a_record_has_no_string_keys():
 NOT_RECORDS = {
     "pred": "a dspy.Prediction (the program's outputs), read before the record exists",
     "rounds": "the rounds recorder of frames_dspy.programs.modules",
-    "row": "a summary.json row (the summariser's output, written as JSON)",
-    "f": "the figures of frames_dspy.results.summary.summarize_records (a summary row)",
-    "s": "a summary row (benchmarks.reproduce reads figures off it)",
-    "summary": "a summary row",
+    "row": "an answer unlike plain's in benchmarks.main_command's own report",
     "a": "an Optuna trial's user attributes",
     "chosen.user_attrs": "an Optuna trial's user attributes",
     "c": "a figure of an experiment.json",

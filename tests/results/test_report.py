@@ -20,6 +20,7 @@ from frames_dspy.results.report import (
     wilson_interval,
     write_reports,
 )
+from frames_dspy.results.summary import summary_to_json
 
 
 def record(condition, qid, correct, **extra):
@@ -155,28 +156,28 @@ def test_summarize_run(records):
     assert list(summary) == ["naive", "oracle", "multistep-planning"]
 
     naive = summary["naive"]
-    assert naive["n"] == 3 and naive["correct"] == 1
-    assert naive["accuracy"] == pytest.approx(1 / 3)
-    assert naive["ci95"] == pytest.approx(list(wilson_interval(1, 3)))
-    assert naive["recall_by_round"] == []
+    assert naive.n == 3 and naive.correct == 1
+    assert naive.accuracy == pytest.approx(1 / 3)
+    assert naive.ci95 == pytest.approx(wilson_interval(1, 3))
+    assert naive.recall_by_round == []
 
     oracle = summary["oracle"]
     # A judge error counts as not correct, but is left out of accuracy_judged.
-    assert oracle["accuracy"] == pytest.approx(1 / 3)
-    assert oracle["accuracy_judged"] == pytest.approx(1 / 2)
-    assert oracle["judge_errors"] == 1
-    assert oracle["judge_calls"] == 2
-    assert oracle["recall_by_round"] == [1.0]
+    assert oracle.accuracy == pytest.approx(1 / 3)
+    assert oracle.accuracy_judged == pytest.approx(1 / 2)
+    assert oracle.judge_errors == 1
+    assert oracle.judge_calls == 2
+    assert oracle.recall_by_round == [1.0]
 
     multi = summary["multistep-planning"]
-    assert multi["program_errors"] == 1
+    assert multi.program_errors == 1
     # The stopped run keeps its last recall (0.0) for rounds 2 and 3.
-    assert multi["recall_by_round"] == pytest.approx([1 / 3, 0.5, 0.5])
-    assert multi["lm_calls_per_question"] == pytest.approx(8 / 3)
-    assert multi["tokens_per_question"] == pytest.approx(220 / 3)
-    assert multi["reported_tokens_per_question"] == pytest.approx(220 / 3)
-    assert multi["query_repetition_rate"] == pytest.approx(0.25)
-    json.dumps(summary)  # the summary is written as JSON
+    assert multi.recall_by_round == pytest.approx([1 / 3, 0.5, 0.5])
+    assert multi.lm_calls_per_question == pytest.approx(8 / 3)
+    assert multi.tokens_per_question == pytest.approx(220 / 3)
+    assert multi.reported_tokens_per_question == pytest.approx(220 / 3)
+    assert multi.query_repetition_rate == pytest.approx(0.25)
+    json.dumps(summary_to_json(summary))  # the summary is written as JSON
 
 
 def test_summarize_no_records():
@@ -188,8 +189,8 @@ def test_tokens_are_metered_tokens_and_reported_ones_are_named_so():
     cached = record("naive", 1, True, prompt_tokens=0, completion_tokens=0, metered_tokens=500)
     fresh = record("naive", 2, True, prompt_tokens=480, completion_tokens=20, metered_tokens=510)
     row = summarize([cached, fresh])["naive"]
-    assert row["tokens_per_question"] == pytest.approx(505)
-    assert row["reported_tokens_per_question"] == pytest.approx(250)
+    assert row.tokens_per_question == pytest.approx(505)
+    assert row.reported_tokens_per_question == pytest.approx(250)
     assert "| 505 |" in table3_markdown({"naive": row})
 
 
@@ -271,7 +272,8 @@ def test_write_reports(tmp_path, records):
         "accuracy_by_reasoning_type.png",
         "recall_by_round.png",
     } <= names
-    assert json.loads((tmp_path / "summary.json").read_text()) == json.loads(json.dumps(summary))
+    written = json.loads((tmp_path / "summary.json").read_text())
+    assert written == json.loads(json.dumps(summary_to_json(summary)))
     assert "accuracy (tiny)" in (tmp_path / "table.md").read_text()
     assert "Tabular reasoning" in (tmp_path / "by_reasoning_type.md").read_text()
     for png in ("accuracy_by_reasoning_type.png", "recall_by_round.png"):
@@ -287,9 +289,9 @@ def test_a_question_recorded_twice_counts_once_and_the_table_says_so(tmp_path, r
         for row in [*records, *again]:
             handle.write(row.to_json() + "\n")
     summary = write_reports(tmp_path)
-    assert summary["naive"]["n"] == 3 and summary["naive"]["correct"] == 3
-    assert summary["naive"]["duplicates_ignored"] == 3
-    assert summary["oracle"]["n"] == 3 and summary["oracle"]["duplicates_ignored"] == 0
+    assert summary["naive"].n == 3 and summary["naive"].correct == 3
+    assert summary["naive"].duplicates_ignored == 3
+    assert summary["oracle"].n == 3 and summary["oracle"].duplicates_ignored == 0
     table = (tmp_path / "table.md").read_text()
     assert "> DUPLICATES IGNORED: 3 record(s) repeat a (condition, question) already " in table
     assert "(naive 3)" in table and "| naive | 3 | 1.000 |" in table
@@ -357,7 +359,7 @@ def test_an_overruled_verdict_still_counts_as_a_judge_call():
         record("naive", 2, True, judge_method="exact"),
         record("naive", 3, False, judge_method="judge"),
     ]
-    assert summarize(rows)["naive"]["judge_calls"] == 2
+    assert summarize(rows)["naive"].judge_calls == 2
 
 
 def test_summary_and_table_say_who_decided(records):
@@ -365,23 +367,22 @@ def test_summary_and_table_say_who_decided(records):
     records[5].judge_p_true = 0.31  # the oracle's LM verdict that had logprobs
     summary = summarize(records)
     oracle = summary["oracle"]
-    assert oracle["verdicts_by_method"] == {"exact": 1, "judge": 1, "judge_error": 1}
-    assert oracle["rule_verdicts"] == 1 and oracle["lm_verdicts"] == 2
-    assert oracle["lm_verdicts_with_p_true"] == 1
+    assert oracle.verdicts_by_method == {"exact": 1, "judge": 1, "judge_error": 1}
+    assert oracle.rule_verdicts == 1 and oracle.lm_verdicts == 2
+    assert oracle.lm_verdicts_with_p_true == 1
     multi = summary["multistep-planning"]
-    assert multi["verdicts_by_method"] == {"empty": 1, "exact": 1, "judge": 1}
-    assert multi["rule_verdicts"] == 2 and multi["lm_verdicts"] == 1
+    assert multi.verdicts_by_method == {"empty": 1, "exact": 1, "judge": 1}
+    assert multi.rule_verdicts == 2 and multi.lm_verdicts == 1
     table = table3_markdown(summary)
     assert "verdicts rules/LM" in table.splitlines()[0]
     assert "| oracle | 3 | 0.333 | [0.06, 0.79] | 0 | 1 | 1/2 |" in table
 
 
-def test_old_runs_without_verdict_counts_still_render():
+def test_an_old_runs_deterministic_match_counts_as_a_rule_verdict():
     rows = [record("naive", 1, True, judge_method="contains")]
     summary = summarize(rows)
-    assert summary["naive"]["rule_verdicts"] == 1  # the old deterministic match was a rule
-    del summary["naive"]["rule_verdicts"]
-    assert "| naive | 1 | 1.000 |" in table3_markdown(summary)
+    assert summary["naive"].rule_verdicts == 1  # the old deterministic match was a rule
+    assert "| naive | 1 | 1.000 | [0.21, 1.00] | 0 | 0 | 1/0 |" in table3_markdown(summary)
 
 
 # --- how the LM searched: repetition for every condition, an agent's steps ----------------------
@@ -418,20 +419,20 @@ def search_records():
 def test_the_summary_sums_what_the_agent_did_and_repetition_everywhere(search_records):
     summary = summarize(search_records)
     agent = summary["agent"]
-    assert agent["agent_n"] == 2
-    assert agent["steps_per_question"] == 4.5 and agent["searches_per_question"] == 2.5
-    assert agent["articles_read_per_question"] == 1.0
-    assert agent["malformed_calls_per_question"] == 0.5
-    assert agent["near_repeat_rate"] == 0.375 and agent["query_repetition_rate"] == 0.375
-    assert agent["gold_searched"] == 0.5  # question 1's searches showed bell, question 2's too
-    assert agent["gold_read"] == 0.5  # 0 and 1
-    assert agent["gold_used"] == 0.25  # edinburgh was packed to nothing: 0 and 1/2
-    assert agent["stop_reasons"] == {"finish": 1, "steps": 1}
+    assert agent.agent_n == 2
+    assert agent.steps_per_question == 4.5 and agent.searches_per_question == 2.5
+    assert agent.articles_read_per_question == 1.0
+    assert agent.malformed_calls_per_question == 0.5
+    assert agent.near_repeat_rate == 0.375 and agent.query_repetition_rate == 0.375
+    assert agent.gold_searched == 0.5  # question 1's searches showed bell, question 2's too
+    assert agent.gold_read == 0.5  # 0 and 1
+    assert agent.gold_used == 0.25  # edinburgh was packed to nothing: 0 and 1/2
+    assert agent.stop_reasons == {"finish": 1, "steps": 1}
     # The multi-step condition's repetition is measured the same way; it has no steps.
     planning = summary["multistep-planning"]
-    assert planning["near_repeat_rate"] == 0.5 and planning["agent_n"] == 0
-    assert planning["steps_per_question"] is None and planning["stop_reasons"] is None
-    assert summary["bm25-2"]["near_repeat_rate"] is None
+    assert planning.near_repeat_rate == 0.5 and planning.agent_n == 0
+    assert planning.steps_per_question is None and planning.stop_reasons is None
+    assert summary["bm25-2"].near_repeat_rate is None
 
 
 def test_the_search_table_shows_dashes_not_zeros_where_a_condition_has_no_figure(

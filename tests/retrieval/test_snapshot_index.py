@@ -304,7 +304,7 @@ def test_a_run_on_a_snapshot_records_its_index(tmp_path, snapshot_file):
         out=str(tmp_path / "run"),
     )
     summary = run_evaluation(config, lm=lm, judge_lm=judge, progress=False)
-    assert all(row["n"] == 3 for row in summary.values())
+    assert all(row.n == 3 for row in summary.rows.values())
     recorded = json.loads((tmp_path / "run" / "config.json").read_text())
     assert recorded["settings"]["retriever"] == "tantivy"
     assert recorded["settings"]["corpus"] == str(snapshot_file.resolve())

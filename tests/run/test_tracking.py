@@ -60,12 +60,12 @@ def test_evaluate_logs_a_run_per_condition_with_the_folder_as_artifacts(data, tm
     assert parent.data.params["settings.rounds"] == "2"
     assert parent.data.tags["frames.run_folder"] == str(out.resolve())
     by_condition = {r.data.tags["frames.condition"]: r for r in children}
-    assert set(by_condition) == set(summary)
-    for name, row in summary.items():
+    assert set(by_condition) == set(summary.rows)
+    for name, row in summary.rows.items():
         child = by_condition[name]
         assert child.data.tags["mlflow.parentRunId"] == parent.info.run_id
-        assert child.data.metrics["accuracy"] == pytest.approx(row["accuracy"])
-        assert child.data.metrics["n"] == row["n"]
+        assert child.data.metrics["accuracy"] == pytest.approx(row.accuracy)
+        assert child.data.metrics["n"] == row.n
         assert (
             child.data.params["program.kind"]
             == json.loads((out / "config.json").read_text())["programs"][name]["kind"]
@@ -74,7 +74,7 @@ def test_evaluate_logs_a_run_per_condition_with_the_folder_as_artifacts(data, tm
     assert by_condition["multistep-vanilla"].data.metrics["recall_final"] == pytest.approx(1.0)
     vanilla = by_condition["multistep-vanilla"].data.metrics
     assert vanilla["near_repeat_rate"] == pytest.approx(
-        summary["multistep-vanilla"]["near_repeat_rate"]
+        summary.rows["multistep-vanilla"].near_repeat_rate
     )
     assert "steps_per_question" not in vanilla  # an agent's figure: not logged as a zero
     client = mlflow.MlflowClient()
@@ -116,7 +116,7 @@ def test_a_study_logs_one_run_per_complete_trial(tiny, tmp_path):
     assert len(study) == 1 and len(trials) == result.complete_trials == 2
     assert {r.data.tags["mlflow.parentRunId"] for r in trials} == {study[0].info.run_id}
     chosen = [r for r in trials if r.data.tags["frames.chosen"] == "true"]
-    assert [int(r.data.tags["frames.trial"]) for r in chosen] == [result.chosen["trial"]]
+    assert [int(r.data.tags["frames.trial"]) for r in chosen] == [result.chosen.trial]
     for trial in trials:
         assert {"trial.rounds", "trial.k", "trial.n_docs", "trial.prompt"} <= set(trial.data.params)
         assert {"objective", "tokens_per_question", "accuracy"} <= set(trial.data.metrics)
