@@ -3,7 +3,10 @@
 ``table.md``, ``summary.json``, the HTML report, a study's dev score, the final test score
 and the comparison of two runs all take their numbers from :func:`summarize` (or, for one
 question, from the properties of :class:`~frames_dspy.results.records.QuestionRecord`), so a figure
-means the same wherever it is printed.
+means the same wherever it is printed. A condition's figures are one typed
+:class:`ConditionSummary`, read by attribute everywhere (``tests/results/test_summary.py`` scans
+the code for string-key reads); ``summary.json`` is its :meth:`~ConditionSummary.to_dict`, key
+for key as the file always had them.
 
 Tokens per question are *metered* tokens of the program LM (every call, cached or not; see
 :mod:`frames_dspy.results.records`); ``reported_tokens_per_question`` is what the LM reported
