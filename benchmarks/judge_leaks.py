@@ -1,6 +1,7 @@
 """Find words of the held-out labelled items in the judge's code, comments and tests.
 
-Run ``python -m benchmarks.judge_leaks [--labels FILE] [--data-dir DIR] [--json]``.
+Run ``python -m benchmarks.judge_leaks [--labels FILE] [--data-dir DIR] [--json]`` (the labels
+default to ``FRAMES_JUDGE_LABELS``, else the project's ``judge_dev`` items).
 
 The autorater's rules are measured on the held-out half of the labelled items
 (:func:`frames_dspy.judge.labels.split_by_question`, seed
@@ -25,7 +26,7 @@ from pathlib import Path
 from frames_dspy.base import paths
 from frames_dspy.judge.answer_forms import fold
 from frames_dspy.judge.gold_forms import word_set
-from frames_dspy.judge.labels import LabelledItem, load_labels, split_by_question
+from frames_dspy.judge.labels import LabelledItem, labels_file, load_labels, split_by_question
 from frames_dspy.judge.place_names import is_place_name
 
 REPO = Path(__file__).resolve().parent.parent
@@ -146,10 +147,14 @@ def main(argv: list[str] | None = None) -> int:
     )
     parser.add_argument("--json", action="store_true")
     args = parser.parse_args(argv)
-    labels = args.labels or paths.judge_labels_file()
+    labels = labels_file(args.labels)
     data_dir = args.data_dir or paths.data_dir()
-    if labels is None or not Path(labels).is_file():
-        parser.exit(2, f"no labelled file: pass --labels or set {paths.JUDGE_LABELS_ENV}\n")
+    if not labels.is_file():
+        parser.exit(
+            2, f"no labelled file {labels}: pass --labels or set {paths.JUDGE_LABELS_ENV}\n"
+        )
+    if data_dir is None:
+        parser.exit(2, f"no distractor summaries: pass --data-dir or set {paths.DATA_DIR_ENV}\n")
     items = load_labels(labels)
     labelled = {item.id for item in items if item.id is not None}
     suspects = held_out_only(items, common_words(Path(data_dir), args.common, labelled))

@@ -1,8 +1,8 @@
 """How the LM judge does on the items the rules leave: its written verdict against P(TRUE).
 
 Run ``python -m benchmarks.judge_lm [--labels FILE] [--judge-model SPEC] [--out RAW.jsonl]``
-(``--labels`` defaults to ``FRAMES_JUDGE_LABELS``), or ``--from RAW.jsonl`` to analyse a saved
-run again without calling the model.
+(``--labels`` defaults to ``FRAMES_JUDGE_LABELS``, else the project's ``judge_dev`` items), or
+``--from RAW.jsonl`` to analyse a saved run again without calling the model.
 
 Every labelled item the rules do not decide goes to the judge, built as a run builds it
 (:func:`frames_dspy.run.session.make_judge`), once; the judge's written TRUE/FALSE, its P(TRUE)
@@ -31,9 +31,8 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from frames_dspy.base import paths
 from frames_dspy.judge.autorater import Autorater
-from frames_dspy.judge.labels import LabelledItem, load_labels, split_by_question
+from frames_dspy.judge.labels import LabelledItem, labels_file, load_labels, split_by_question
 from frames_dspy.judge.rules import decide
 
 
@@ -165,10 +164,7 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--from", dest="saved", type=Path, default=None, help="saved records")
     parser.add_argument("--seed", type=int, default=0, help="seed of the split by question")
     args = parser.parse_args(argv)
-    labels = args.labels or paths.judge_labels_file()
-    if labels is None:
-        sys.exit(f"no labelled file: pass --labels FILE or set {paths.JUDGE_LABELS_ENV}")
-    items = load_labels(labels)
+    items = load_labels(labels_file(args.labels))
     if args.saved:
         records = [json.loads(line) for line in args.saved.read_text().splitlines() if line]
     else:

@@ -1,9 +1,8 @@
 """How the deterministic autorater rules do on hand-labelled items: coverage and precision.
 
 Run ``python -m benchmarks.judge_rules [--labels FILE] [--seed 23] [--split dev] [--json]
-[--show wrong]`` with
-``FRAMES_JUDGE_LABELS`` naming the labelled JSONL (in this workspace
-``../shared/data/judge_dev/judge_dev.jsonl``) or ``--labels`` pointing at it.
+[--show wrong]``; the labels are ``--labels``, else ``FRAMES_JUDGE_LABELS``, else the project's
+own ``judge_dev`` items (:func:`frames_dspy.judge.labels.labels_file`).
 
 It prints coverage (the share of items the rules decide) and precision (the share of those
 verdicts that agree with the label) on one half of a split by question (sorted question ids
@@ -30,6 +29,7 @@ from frames_dspy.base import paths
 from frames_dspy.judge.labels import (
     SPLIT_SEED,
     RulesReport,
+    labels_file,
     load_labels,
     score_rules,
     select_split,
@@ -154,7 +154,7 @@ def main(argv: list[str] | None = None) -> None:
         "--labels",
         type=Path,
         default=None,
-        help=f"labelled JSONL (default: ${paths.JUDGE_LABELS_ENV})",
+        help=f"labelled JSONL (default: ${paths.JUDGE_LABELS_ENV}, else judge_dev)",
     )
     parser.add_argument(
         "--seed",
@@ -176,12 +176,10 @@ def main(argv: list[str] | None = None) -> None:
         help="which items to list after the tables",
     )
     args = parser.parse_args(argv)
-    labels = args.labels or paths.judge_labels_file()
-    if labels is None or not Path(labels).is_file():
-        sys.exit(
-            f"no labelled file: pass --labels FILE or set {paths.JUDGE_LABELS_ENV} (got {labels!s})"
-        )
-    report = run(Path(labels), args.seed, args.split)
+    labels = labels_file(args.labels)
+    if not labels.is_file():
+        sys.exit(f"no labelled file {labels}: pass --labels FILE or set {paths.JUDGE_LABELS_ENV}")
+    report = run(labels, args.seed, args.split)
     print(json.dumps(report, indent=2) if args.json else render(report, args.show))
 
 

@@ -20,6 +20,8 @@ os.environ["FRAMES_DSPY_CACHE"] = str(_TMP_ROOT / "cache")
 import dspy  # noqa: E402
 import pytest  # noqa: E402
 
+from frames_dspy.judge.labels import labels_file  # noqa: E402
+
 REPO = Path(__file__).resolve().parents[1]
 FIXTURES = Path(__file__).parent / "fixtures"
 # The optimize tests' helpers (opt_fake, opt_helpers) sit beside the data they use.
@@ -34,9 +36,6 @@ from tests.lm_fakes import fake_llama_cpp, gguf, model_dir, real_model_path  # n
 _SHARED = REPO.parent / "shared" / "data" / "raw"
 if "FRAMES_DATA_DIR" not in os.environ and _SHARED.is_dir():
     os.environ["FRAMES_DATA_DIR"] = str(_SHARED)
-_JUDGE_LABELS = REPO.parent / "shared" / "data" / "judge_dev" / "judge_dev.jsonl"
-if "FRAMES_JUDGE_LABELS" not in os.environ and _JUDGE_LABELS.is_file():
-    os.environ["FRAMES_JUDGE_LABELS"] = str(_JUDGE_LABELS)
 
 
 @pytest.fixture(autouse=True)
@@ -66,15 +65,8 @@ def data_dir() -> Path:
 
 @pytest.fixture(scope="session")
 def judge_labels() -> Path:
-    """The labelled judge items; tests marked ``real`` fail loudly if the file is absent."""
-    value = os.environ.get("FRAMES_JUDGE_LABELS")
-    if not value or not Path(value).is_file():
-        pytest.fail(
-            "judge-label tests need FRAMES_JUDGE_LABELS naming a JSONL of labelled items "
-            "(question, gold, response, label, kind), e.g. shared/data/judge_dev/judge_dev.jsonl; "
-            "run `pytest -m 'not real'` for the offline suite only"
-        )
-    return Path(value)
+    """The hand-labelled judge items: FRAMES_JUDGE_LABELS when set, else the project's own."""
+    return labels_file()
 
 
 @pytest.fixture

@@ -1,14 +1,16 @@
 """Where data and caches live: one environment variable points at local copies.
 
-``FRAMES_DATA_DIR`` names a folder laid out like ``../shared/data/raw`` (``frames/``,
-``frames_wiki/``, ``distractor_wiki_summaries/``). Users set it to their local copies; tests and
-CI set it to the shared offline data. Without it the dataset comes from the Hugging Face hub and
-the corpus is fetched from Wikipedia once (see :mod:`frames_dspy.data.wikipedia`).
-``FRAMES_DSPY_CACHE`` moves the cache (the fetched corpus under ``corpus/``, BM25 indexes);
-``FRAMES_DSPY_MODEL_DIR`` (see ``frames_dspy.lm``) moves the assembled model files.
-``FRAMES_JUDGE_LABELS`` names a JSONL of hand-labelled autorater items (question, gold, response,
-label, kind) against which the answer rules and judges are measured; tests set it to
-``../shared/data/judge_dev/judge_dev.jsonl``.
+``FRAMES_DATA_DIR`` names a folder of local copies laid out as ``frames/frames_test_set.csv``,
+``frames_wiki/pages.jsonl.gz`` (with ``frames_link_to_page.tsv``) and
+``distractor_wiki_summaries/summaries_en-us.json``. Users without internet set it; CI sets it to
+its offline copy. Without it the questions come from the Hugging Face hub (kept in its cache)
+and the corpus is fetched from Wikipedia once (see :mod:`frames_dspy.data.wikipedia`); only a
+local copy has the distractor summaries. ``FRAMES_DSPY_CACHE`` moves the cache (the fetched
+corpus under ``corpus/``, BM25 indexes); ``FRAMES_DSPY_MODEL_DIR`` (see ``frames_dspy.lm``) moves
+the assembled model files. ``FRAMES_JUDGE_LABELS`` names another JSONL of hand-labelled
+autorater items (question, gold, response, label, kind) to measure the answer rules and judges
+against; unset, the project's own ``judge_dev`` labels are used (see
+:func:`frames_dspy.judge.labels.labels_file`).
 """
 
 from __future__ import annotations
@@ -47,12 +49,13 @@ def data_file(kind: str) -> Path | None:
 
 
 def judge_labels_file() -> Path | None:
-    """The labelled judge JSONL named by ``FRAMES_JUDGE_LABELS``, or None if unset or missing."""
+    """The labelled judge JSONL ``FRAMES_JUDGE_LABELS`` names, or None when it is unset.
+
+    A name that is not a file is returned as it is, so the command that reads it says so
+    rather than quietly measuring on other labels.
+    """
     value = os.environ.get(JUDGE_LABELS_ENV)
-    if not value:
-        return None
-    path = Path(value).expanduser()
-    return path if path.is_file() else None
+    return Path(value).expanduser() if value else None
 
 
 def default_dataset() -> str:

@@ -1,7 +1,6 @@
 """``python -m frames_dspy.judge validate``: how far the autorater agrees with hand labels.
 
-    python -m frames_dspy.judge validate --labels ../shared/data/judge_dev/judge_dev.jsonl \
-        --split dev
+    python -m frames_dspy.judge validate --split dev
     python -m frames_dspy.judge validate --labels FILE --judge-model openai/gpt-4o \
         --judge-protocol rules+extract,lm --json
 
@@ -10,10 +9,12 @@ The autorater is built exactly as ``python -m frames_dspy.evaluate`` builds it
 autorater. Only the judge's options are offered: validation runs no program model. Several
 protocols (comma-separated) are measured on the same items and shown side by side.
 
-The labelled file is JSONL with ``question``, ``gold``,
-``response``, ``label`` (a JSON boolean) and optionally ``kind``, ``id`` and ``case``. A file
-that cannot be used (missing, empty, a line that is not JSON or lacks a field, a label that is
-not a boolean) is reported in one line naming the file and line, with exit status 2.
+The labelled file (``--labels``, else ``FRAMES_JUDGE_LABELS``, else the project's own
+``judge_dev`` labels installed with the package; the report names the one used) is JSONL with
+``question``, ``gold``, ``response``, ``label`` (a JSON boolean) and optionally ``kind``, ``id``
+and ``case``. A file that cannot be used (missing, empty, a line that is not JSON or lacks a
+field, a label that is not a boolean) is reported in one line naming the file and line, with
+exit status 2.
 """
 
 from __future__ import annotations
@@ -33,7 +34,14 @@ from frames_dspy.cli import (
     option_group,
     start_command,
 )
-from frames_dspy.judge.labels import SPLIT_SEED, SPLITS, LabelError, load_labels, select_split
+from frames_dspy.judge.labels import (
+    SPLIT_SEED,
+    SPLITS,
+    LabelError,
+    labels_file,
+    load_labels,
+    select_split,
+)
 from frames_dspy.judge.protocols import DEFAULT_PROTOCOL, JUDGE_PROTOCOLS
 from frames_dspy.judge.validate import ItemResult, render, render_side_by_side, validate
 from frames_dspy.lm import LMSetupError, parse_spec
@@ -60,7 +68,7 @@ def build_parser() -> CommandParser:
         default=None,
         metavar="FILE.jsonl",
         help=f"labelled items: question, gold, response, label[, kind] (default: "
-        f"${paths.JUDGE_LABELS_ENV})",
+        f"${paths.JUDGE_LABELS_ENV}, else the project's 160 judge_dev items)",
     )
     check.add_argument(
         "--split",
@@ -115,16 +123,14 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
     start_command()
-    labels = args.labels or paths.judge_labels_file()
-    if labels is None:
-        parser.exit(
-            2, f"{parser.prog}: error: no labelled file: pass --labels FILE or set "
-            f"{paths.JUDGE_LABELS_ENV}\n"
-        )  # fmt: skip
+    labels = labels_file(args.labels)
     try:
         items = select_split(load_labels(labels), args.split)
     except LabelError as err:
-        parser.exit(2, f"{parser.prog}: error: {err}\n")
+        # A file the environment named is not one the user typed: say where it came from.
+        named = args.labels is None and paths.judge_labels_file() is not None
+        source = f" (named by ${paths.JUDGE_LABELS_ENV})" if named else ""
+        parser.exit(2, f"{parser.prog}: error: {err}{source}\n")
     settings = _settings(args)
     use_cache(settings.cache)
     reports = {}

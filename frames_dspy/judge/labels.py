@@ -1,12 +1,16 @@
 """Hand-labelled autorater items, and how well a decider does on them.
 
-A labelled file (``FRAMES_JUDGE_LABELS``, see :mod:`frames_dspy.base.paths`) is JSONL with one item
-a line: ``question``, ``gold``, ``response``, ``label`` (true when the response is correct),
-``kind`` (what sort of response it is: exact, paraphrase, hedge, ...) and optionally ``id``
-(the FRAMES question id) and ``case``. :func:`score_rules` measures a decider that may abstain
-(the rules of :mod:`frames_dspy.judge.rules`): how many items it decides (coverage) and how many of
-those it gets right (precision), per rule and per kind. :func:`split_by_question` cuts the items
-into two halves by question, so rules designed on one half can be measured on the other.
+The project's own labels, ``judge_dev`` (160 answers to 80 FRAMES questions, written and
+labelled by hand; ``judge_dev/README.md`` beside this module says how), are installed with the
+package: :data:`JUDGE_DEV`. :func:`labels_file` picks the file a command measures on: the one it
+is given, else ``FRAMES_JUDGE_LABELS`` (see :mod:`frames_dspy.base.paths`), else ``judge_dev``.
+A labelled file is JSONL with one item a line: ``question``, ``gold``, ``response``, ``label``
+(true when the response is correct), ``kind`` (what sort of response it is: exact, paraphrase,
+hedge, ...) and optionally ``id`` (the FRAMES question id) and ``case``. :func:`score_rules`
+measures a decider that may abstain (the rules of :mod:`frames_dspy.judge.rules`): how many items
+it decides (coverage) and how many of those it gets right (precision), per rule and per kind.
+:func:`split_by_question` cuts the items into two halves by question, so rules designed on one
+half can be measured on the other.
 
 The split of ``judge_dev`` is fixed (:data:`SPLIT_SEED`): the ``dev`` half is the one rules and
 prompts may be read and developed against; the ``held-out`` half is only ever scored, and no
@@ -22,14 +26,17 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from frames_dspy.base.paths import judge_labels_file
 from frames_dspy.judge.rules import RuleVerdict, decide
 
 __all__ = [
+    "JUDGE_DEV",
     "LabelError",
     "LabelledItem",
     "RulesReport",
     "SPLITS",
     "SPLIT_SEED",
+    "labels_file",
     "load_labels",
     "select_split",
     "split_by_question",
@@ -54,6 +61,18 @@ class LabelledItem:
 
 class LabelError(ValueError):
     """A labelled file that cannot be used; the message names the file and the line."""
+
+
+#: The project's hand-labelled items (package data, see ``judge_dev/README.md``).
+JUDGE_DEV = Path(__file__).with_name("judge_dev") / "judge_dev.jsonl"
+
+
+def labels_file(path: str | Path | None = None) -> Path:
+    """The labelled file to measure on: ``path`` when given, else the file
+    ``FRAMES_JUDGE_LABELS`` names, else the project's own :data:`JUDGE_DEV`."""
+    if path:
+        return Path(path).expanduser()
+    return judge_labels_file() or JUDGE_DEV
 
 
 def load_labels(path: str | Path) -> list[LabelledItem]:

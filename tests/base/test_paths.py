@@ -88,9 +88,9 @@ def test_judge_labels_file_is_none_when_unset(monkeypatch):
     assert paths.judge_labels_file() is None
 
 
-def test_judge_labels_file_is_none_when_missing(monkeypatch, tmp_path):
+def test_judge_labels_file_names_a_missing_file_so_the_command_can_say_so(monkeypatch, tmp_path):
     monkeypatch.setenv(paths.JUDGE_LABELS_ENV, str(tmp_path / "absent.jsonl"))
-    assert paths.judge_labels_file() is None
+    assert paths.judge_labels_file() == tmp_path / "absent.jsonl"
 
 
 def test_judge_labels_file_names_an_existing_file(monkeypatch, tmp_path):

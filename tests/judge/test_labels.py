@@ -2,17 +2,22 @@
 
 from __future__ import annotations
 
+import fnmatch
 import json
 import random
 import subprocess
 import sys
+import tomllib
 from pathlib import Path
 
 import pytest
 
+from frames_dspy.base.paths import JUDGE_LABELS_ENV
 from frames_dspy.judge.labels import (
+    JUDGE_DEV,
     SPLIT_SEED,
     LabelledItem,
+    labels_file,
     load_labels,
     score_rules,
     select_split,
@@ -115,6 +120,37 @@ def test_benchmark_prints_tables_and_json(labels):
     assert "dev half" in dev.stdout and "held-out half" not in dev.stdout
     report = json.loads(_benchmark("--labels", str(labels), "--json").stdout)
     assert report["all"]["decided"] == 3 and report["held_out"]["items"] == 3
+
+
+def test_the_projects_labels_are_installed_with_the_package():
+    items = load_labels(JUDGE_DEV)
+    assert len(items) == 160 and sum(item.label for item in items) == 80
+    assert len({item.id for item in items}) == 80
+    assert (JUDGE_DEV.parent / "README.md").is_file()  # how they were made
+    # Package data, so an installed (not editable) package has them too.
+    repo = Path(__file__).resolve().parents[2]
+    pyproject = tomllib.loads((repo / "pyproject.toml").read_text(encoding="utf-8"))
+    patterns = pyproject["tool"]["setuptools"]["package-data"]["frames_dspy.judge"]
+    package = repo / "frames_dspy" / "judge"
+    for path in (JUDGE_DEV, JUDGE_DEV.parent / "README.md"):
+        name = path.relative_to(package).as_posix()
+        assert any(fnmatch.fnmatch(name, pattern) for pattern in patterns), name
+
+
+def test_labels_file_is_the_one_given_else_the_variables_else_the_projects(
+    labels, tmp_path, monkeypatch
+):
+    monkeypatch.delenv(JUDGE_LABELS_ENV, raising=False)
+    assert labels_file() == JUDGE_DEV
+    monkeypatch.setenv(JUDGE_LABELS_ENV, str(labels))
+    assert labels_file() == labels
+    assert labels_file(tmp_path / "mine.jsonl") == tmp_path / "mine.jsonl"
+
+
+def test_benchmark_uses_the_projects_labels_by_default(monkeypatch):
+    monkeypatch.delenv(JUDGE_LABELS_ENV, raising=False)
+    report = json.loads(_benchmark("--json").stdout)
+    assert report["all"]["items"] == 160
 
 
 def test_benchmark_says_what_to_pass_without_labels(tmp_path):

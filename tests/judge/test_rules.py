@@ -552,8 +552,8 @@ def test_a_gold_of_signs_only_is_compared_as_written():
 # --- the labelled file -----------------------------------------------------------------------
 
 
-@pytest.mark.real
 def test_rules_on_the_dev_half_of_the_labelled_judge_items(judge_labels):
+    # The project's judge_dev labels (or FRAMES_JUDGE_LABELS'), rules alone: no model, no data.
     # Only the dev half: the held-out half is scored once, by hand, never by a test.
     items = select_split(load_labels(judge_labels), "dev")
     report = score_rules(items)

@@ -14,9 +14,10 @@ import sys
 
 import pytest
 
+from frames_dspy.base.paths import JUDGE_LABELS_ENV
 from frames_dspy.judge import Judgement, LabelledItem
 from frames_dspy.judge.__main__ import main
-from frames_dspy.judge.labels import load_labels, select_split
+from frames_dspy.judge.labels import JUDGE_DEV, load_labels, select_split
 from frames_dspy.judge.validate import ValidationReport, cohen_kappa, render, validate
 from tests.lm_fakes import ScriptedLlama, judge_pieces
 
@@ -168,6 +169,27 @@ def test_validate_reads_the_labels_variable(labels, true_judge, monkeypatch, cap
     assert json.loads(capsys.readouterr().out)["n"] == 5
 
 
+def test_validate_uses_the_projects_labels_and_says_so(true_judge, monkeypatch, capsys):
+    monkeypatch.delenv(JUDGE_LABELS_ENV, raising=False)
+    argv = ["validate", "--split", "dev", "--judge-model", true_judge, "--quiet"]
+    assert main([*argv, "--json"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    assert out["labels"] == f"{JUDGE_DEV} (dev half)"
+    assert out["n"] == len(select_split(load_labels(JUDGE_DEV), "dev")) == 80
+    assert main(argv) == 0
+    assert f"labels: {JUDGE_DEV} (dev half)" in capsys.readouterr().out
+
+
+def test_a_labels_variable_naming_no_file_is_an_error_not_a_fallback(tmp_path, monkeypatch, capsys):
+    monkeypatch.setenv(JUDGE_LABELS_ENV, str(tmp_path / "absent.jsonl"))
+    with pytest.raises(SystemExit) as info:
+        main(["validate", "--judge-model", "local"])
+    assert info.value.code == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "absent.jsonl: no such file" in err
+    assert f"(named by ${JUDGE_LABELS_ENV})" in err
+
+
 def test_validate_scores_one_half_when_asked(labels, true_judge, capsys):
     items = load_labels(labels)
     for split in ("dev", "held-out"):
@@ -259,7 +281,9 @@ def test_unknown_command_and_bad_option_exit_2(capsys):
 
 
 @pytest.mark.real
-def test_the_embedded_judge_agrees_with_the_development_labels(judge_labels, tmp_path):
+def test_the_embedded_judge_agrees_with_the_development_labels(
+    judge_labels, real_model_path, tmp_path
+):
     # A fresh DSPy cache, so no answer cached by an earlier run can stand in for the judge's.
     env = {**os.environ, "DSPY_CACHEDIR": str(tmp_path / "dspy-cache")}
     # Only the dev half: the held-out half is scored once, by hand, never by a test.
