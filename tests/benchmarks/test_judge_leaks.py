@@ -5,7 +5,6 @@ from __future__ import annotations
 import pytest
 
 from benchmarks import judge_leaks
-from frames_dspy.base import paths
 from frames_dspy.judge.labels import LabelledItem
 
 
@@ -46,10 +45,10 @@ def test_a_copied_run_of_words_is_found(tmp_path):
 
 
 @pytest.mark.real
-def test_no_held_out_item_leaks_into_the_judge(judge_labels):
-    data_dir = paths.data_dir()
-    assert data_dir is not None, "FRAMES_DATA_DIR must name the raw data"
+def test_no_held_out_item_leaks_into_the_judge(judge_labels, local_data):
+    # Common words are those of the local copy's distractor summaries and questions.
     items = judge_leaks.load_labels(judge_labels)
     labelled = {i.id for i in items if i.id is not None}
-    suspects = judge_leaks.held_out_only(items, judge_leaks.common_words(data_dir, 30, labelled))
+    common = judge_leaks.common_words(local_data.local, 30, labelled)
+    suspects = judge_leaks.held_out_only(items, common)
     assert judge_leaks.find_leaks(suspects, judge_leaks.held_out_shingles(items)) == []

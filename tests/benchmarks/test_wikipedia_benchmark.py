@@ -1,8 +1,9 @@
 """The Wikipedia-scale benchmark at 20,000 articles (the million-article run is not for CI).
 
-Generates a synthetic snapshot with the real FRAMES articles planted, then runs
-``benchmarks.wikipedia`` on it (tantivy, bm25s, bm25s memory-mapped) and the agreement check on
-the FRAMES corpus, on the first 100 questions.
+Generates a synthetic snapshot with the real FRAMES articles planted (local or fetched), then
+runs ``benchmarks.wikipedia`` on it (tantivy, bm25s, bm25s memory-mapped) and the agreement check
+on the FRAMES corpus with its distractor summaries, on the first 100 questions: that benchmark
+reads the local copy in ``FRAMES_DATA_DIR``.
 """
 
 from __future__ import annotations
@@ -15,28 +16,29 @@ from benchmarks import synthetic_wikipedia, wikipedia
 pytestmark = pytest.mark.real
 
 
-def test_the_generator_plants_every_frames_article(data_dir, tmp_path):
+def test_the_generator_plants_every_frames_article(real_data, tmp_path):
     record = synthetic_wikipedia.generate(
-        3000, tmp_path / "a", pages_path=data_dir / "frames_wiki/pages.jsonl.gz", workers=1
+        3000, tmp_path / "a", pages_path=real_data.corpus, workers=1
     )
     table = pq.read_table(tmp_path / "a" / "part-00000.parquet")
     assert table.column_names == ["id", "url", "title", "text"]
-    assert record["articles"] == table.num_rows == 3000 and record["planted"] == 2460
+    assert record["articles"] == table.num_rows == 3000
+    assert record["planted"] == real_data.frames_articles
+    if real_data.manifest is None:  # the offline copy, not a fetch
+        assert record["planted"] == 2460
     assert len(set(table.column("title").to_pylist())) == 3000
     synthetic = [t for t in table.column("text").to_pylist()[:50] if len(t) < 20_000]
     assert synthetic  # generated articles are there, of words the FRAMES articles use
     again = synthetic_wikipedia.generate(
-        3000, tmp_path / "b", pages_path=data_dir / "frames_wiki/pages.jsonl.gz", workers=1
+        3000, tmp_path / "b", pages_path=real_data.corpus, workers=1
     )
     assert again["bytes"] == record["bytes"]
     assert pq.read_table(tmp_path / "b" / "part-00000.parquet").equals(table)  # seeded
 
 
-def test_the_benchmark_at_20k_articles(data_dir, tmp_path):
+def test_the_benchmark_at_20k_articles(local_data, tmp_path):
     corpus = tmp_path / "wiki-20k"
-    synthetic_wikipedia.generate(
-        20_000, corpus, pages_path=data_dir / "frames_wiki/pages.jsonl.gz", workers=2
-    )
+    synthetic_wikipedia.generate(20_000, corpus, pages_path=local_data.corpus, workers=2)
     record = wikipedia.run([corpus], bm25s_max=20_000, limit=100, do_agreement=True)
     rows = {row["engine"]: row for row in record["rows"]}
     assert set(rows) == {"tantivy", "bm25s", "bm25s-mmap"}

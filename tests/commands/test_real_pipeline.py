@@ -1,7 +1,9 @@
 """End to end on the embedded model and the real data: the CLI a user runs, kept small.
 
 Two questions, the naive prompt and multi-step planning with one short round, a small article
-budget. It checks the run folder a user would read, not whether the 0.5B model is right.
+budget, on the data the ``real_data`` fixture found (a local copy with its distractor
+summaries, or the fetched articles alone). It checks the run folder a user would read, not
+whether the 0.5B model is right.
 """
 
 from __future__ import annotations
@@ -21,7 +23,9 @@ pytestmark = pytest.mark.real
 QUESTION_IDS = "0,3"
 
 
-def test_evaluate_cli_runs_the_embedded_model_on_real_questions(tmp_path, data_dir):
+def test_evaluate_cli_runs_the_embedded_model_on_real_questions(
+    tmp_path, real_data, real_model_path
+):
     out = tmp_path / "run"
     command = [
         sys.executable, "-m", "frames_dspy.evaluate",
@@ -32,13 +36,10 @@ def test_evaluate_cli_runs_the_embedded_model_on_real_questions(tmp_path, data_d
         "--max-tokens", "128",
         "--out", str(out),
         "--quiet",
+        *real_data.cli_args(),
     ]  # fmt: skip
     # A cache of its own: an answer cached by another test must not stand in for a real call.
-    env = {
-        **os.environ,
-        "FRAMES_DATA_DIR": str(data_dir),
-        "DSPY_CACHEDIR": str(tmp_path / "dspy-cache"),
-    }
+    env = {**os.environ, "DSPY_CACHEDIR": str(tmp_path / "dspy-cache")}
     done = subprocess.run(command, env=env, capture_output=True, text=True, timeout=900)
     assert done.returncode == 0, done.stderr[-3000:]
 
@@ -64,7 +65,11 @@ def test_evaluate_cli_runs_the_embedded_model_on_real_questions(tmp_path, data_d
     assert all(row["n"] == 2 for row in summary.values())
     config = json.loads((out / "config.json").read_text())
     assert config["settings"]["model"] == "local"
-    assert config["corpus_articles"] > 12000  # the FRAMES articles plus distractor summaries
+    # The FRAMES articles plus, from a local copy, its 10k distractor summaries: the store the
+    # test's own fixture loaded, as the command line loaded it.
+    assert config["corpus_articles"] == len(real_data.store)
+    if real_data.distractors:
+        assert config["corpus_articles"] > 12000
     table = (out / "table.md").read_text()
     assert "multistep-planning" in table and "0.660" in table
     assert "run folder" in done.stdout

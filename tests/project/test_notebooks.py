@@ -3,7 +3,9 @@
 Each notebook is executed with nbclient after its "parameters" cell gets test values appended
 (papermill-style: the defaults stay, the overrides win), so the sizes are tiny. 01 and 03 are
 chained: 03 analyses the run folder 01 wrote. The executed copies are kept in ``tmp_path`` for
-inspection; a cell that raises fails the test with its traceback.
+inspection; a cell that raises fails the test with its traceback. The notebooks read their data
+from a local copy (``FRAMES_DATA_DIR``, with its distractor summaries: the ``local_data``
+fixture).
 
 The committed notebooks must carry no outputs; that check runs offline.
 """
@@ -89,7 +91,7 @@ def test_notebook_is_committed_clean(name):
 
 
 @pytest.fixture(scope="module")
-def reproduce(tmp_path_factory, data_dir):
+def reproduce(tmp_path_factory, local_data, real_model_path):
     """Notebook 01 on one question, all six conditions; its run folder feeds notebook 03."""
     workdir = tmp_path_factory.mktemp("nb01")
     run_dir = workdir / "run"
@@ -128,7 +130,7 @@ def test_03_error_analysis_reads_the_run_of_01(reproduce, tmp_path):
 
 
 @pytest.mark.real
-def test_02_optimize_runs_a_study_and_the_baselines(tmp_path, data_dir):
+def test_02_optimize_runs_a_study_and_the_baselines(tmp_path, local_data, real_model_path):
     out = tmp_path / "opt"
     nb, _ = execute(
         "02_optimize.ipynb",

@@ -7,7 +7,6 @@ recall and agreement with rank-bm25.
 from __future__ import annotations
 
 import copy
-import csv
 import json
 import logging
 import sys
@@ -283,25 +282,24 @@ def test_repr_names_backend_and_size(store, tmp_path):
 
 
 @pytest.mark.real
-def test_real_corpus_recall_and_backend_agreement(data_dir, tmp_path):
-    """bm25s over the 12k-article offline corpus: question-as-query recall and rank-bm25 overlap.
+def test_real_corpus_recall_and_backend_agreement(real_data, tmp_path):
+    """bm25s over the real store: question-as-query recall and rank-bm25 overlap.
 
-    Measured on this data: recall@10 over the first 50 questions is 0.64 for bm25s (0.67 for
-    rank-bm25), and the two backends share 96% of their top-10 over those 50 questions.
+    Measured on the local copy (2,460 articles and 10k distractor summaries): recall@10 over the
+    first 50 questions is 0.64 for bm25s (0.67 for rank-bm25), and the two backends share 96% of
+    their top-10 over those 50 questions (98% over the first five). On its articles alone, as
+    fetched data comes (no distractors): recall@10 0.55 (0.52), shared top-10 78% (76% over the
+    first five). The backends part there because rank-bm25 floors the IDF of a word found in
+    over half the documents, and in 2,460 whole articles many words are.
     """
-    from frames_dspy.data.corpus import load_corpus
-    from frames_dspy.data.links import extract_links
-
-    store = load_corpus(
-        data_dir / "frames_wiki/pages.jsonl.gz",
-        aliases=data_dir / "frames_wiki/frames_link_to_page.tsv",
-        distractors=data_dir / "distractor_wiki_summaries/summaries_en-us.json",
-    )
-    assert len(store) > 12_000
-    with (data_dir / "frames/frames_test_set.csv").open(encoding="utf-8", newline="") as handle:
-        rows = list(csv.DictReader(handle))[:50]
-    questions = [row["Prompt"] for row in rows]
-    gold = [{a.id for a in store.resolve_many(extract_links(row["wiki_links"]))} for row in rows]
+    store = real_data.store
+    if real_data.distractors:
+        assert len(store) > 12_000
+    else:
+        assert len(store) == real_data.frames_articles > 2_000
+    examples = real_data.examples[:50]
+    questions = [ex.question for ex in examples]
+    gold = [{a.id for a in store.resolve_many(ex.gold_urls)} for ex in examples]
 
     fast = build_retriever(store, backend="bm25s", index_dir=tmp_path)
     hits = fast.search_many(questions, 10)
@@ -312,4 +310,4 @@ def test_real_corpus_recall_and_backend_agreement(data_dir, tmp_path):
     reference = build_retriever(store, backend="rank-bm25", index_dir=tmp_path)
     slow = reference.search_many(questions[:5], 10)
     overlap = sum(len(set(ids(a)) & set(ids(b))) / 10 for a, b in zip(hits, slow, strict=False)) / 5
-    assert overlap >= 0.8
+    assert overlap >= (0.8 if real_data.distractors else 0.7)

@@ -195,17 +195,14 @@ def test_engine_state_round_trips(gguf):
 
 
 @pytest.mark.real
-def test_embedded_model_answers_a_frames_question(real_model_path, data_dir):
-    from frames_dspy.data.corpus import load_corpus
-    from frames_dspy.data.questions import load_frames
-
-    examples = load_frames(data_dir / "frames" / "frames_test_set.csv")
-    store = load_corpus(
-        data_dir / "frames_wiki" / "pages.jsonl.gz",
-        aliases=data_dir / "frames_wiki" / "frames_link_to_page.tsv",
-    )
+def test_embedded_model_answers_a_frames_question(real_model_path, real_data):
+    # A whole gold article, not a distractor summary standing in for a missing one.
     example, article = next(
-        (ex, found[0]) for ex in examples if (found := store.resolve_many(ex.gold_urls))
+        (ex, found[0])
+        for ex in real_data.examples
+        if (
+            found := [a for a in real_data.store.resolve_many(ex.gold_urls) if a.source == "frames"]
+        )
     )
     lm = make_lm("local", max_tokens=96)
     excerpt = article.text[:2400]
