@@ -19,6 +19,7 @@ import pytest
 from huggingface_hub import constants
 
 from frames_dspy.base.paths import CACHE_DIR_ENV, DATA_DIR_ENV, HUB_DATASET
+from frames_dspy.data import questions
 from frames_dspy.data.questions import load_frames
 from tests import real_data
 from tests.mediawiki_server import serve_corpus
@@ -115,10 +116,7 @@ def test_without_a_local_copy_a_first_run_fetches_into_the_users_cache_once(fres
 
     # The next run, offline: the hub client's cache and the user cache give the same data, and
     # nothing is asked of either server (the hub is a dead port, Wikipedia's server is gone).
-    monkeypatch.undo()
-    monkeypatch.setattr(constants, "ENDPOINT", _dead_url())
-    monkeypatch.setattr(constants, "HF_HUB_CACHE", str(fresh / "hf"))
-    monkeypatch.delenv(DATA_DIR_ENV, raising=False)
+    monkeypatch.setattr(real_data, "_download_hub_file", questions._download_hub_file)
     again = find_real_data(user_cache=str(user_cache), wiki_api=wiki.url)
     assert (again.questions, again.corpus) == (first.questions, first.corpus)
     assert [ex.id for ex in again.examples] == [ex.id for ex in first.examples]
