@@ -58,7 +58,7 @@ class RealData:
         distractors: The distractor summaries (a local copy only), or None.
         examples: The questions loaded.
         store: Articles, aliases and distractors loaded together, as a run's store.
-        local: ``FRAMES_DATA_DIR`` when the data came from there, else None.
+        local: ``FRAMES_DATA_DIR`` when it is set (the local copy), else None.
         manifest: The fetch's ``manifest.json`` when the corpus was fetched, else None.
     """
 
