@@ -6,7 +6,7 @@ hub's ``test.tsv`` in the Hugging Face cache and the articles of all FRAMES link
 cache (``<cache>/corpus``); else that first run's fetch, now, when the hub and Wikipedia can be
 reached (about 8.5 minutes, once). The lookups are the product's own: the hub download of
 :func:`~frames_dspy.data.questions.load_frames`, and
-:func:`~frames_dspy.run.session.load_store` with its
+:func:`~frames_dspy.run.session.article_source` with its
 :func:`~frames_dspy.data.wikipedia.default_corpus`.
 When none of them gives the data, :class:`DataUnavailable` says so in one line and the tests
 skip with it (fail under ``CI=true``, see :mod:`tests.needs`).
@@ -37,7 +37,8 @@ from frames_dspy.data.corpus import ArticleStore
 from frames_dspy.data.download import DownloadError
 from frames_dspy.data.questions import _download_hub_file, load_frames
 from frames_dspy.data.wikipedia import corpus_manifest
-from frames_dspy.run.session import ModelDataSettings, load_store
+from frames_dspy.run.session import article_source, load_store
+from frames_dspy.run.settings import ModelDataSettings
 
 #: A MediaWiki API the tests fetch the corpus from instead of Wikipedia's (a local server).
 WIKI_API_ENV = "FRAMES_TEST_WIKI_API"
@@ -134,18 +135,19 @@ def find_real_data(
                 else Path(settings.dataset)
             )
             examples = load_frames(questions)
-            store = load_store(settings, examples=examples, say=say)
+            source = article_source(settings, examples=examples, say=say)
+            store = load_store(source, say=say)
         except DownloadError as err:
             raise DataUnavailable(_unavailable(err, local)) from err
     return RealData(
         questions=Path(questions),
-        corpus=Path(settings.corpus),
-        aliases=Path(settings.aliases) if settings.aliases else None,
-        distractors=None if settings.distractors in (None, "none") else Path(settings.distractors),
+        corpus=Path(source.corpus),
+        aliases=Path(source.aliases) if source.aliases else None,
+        distractors=None if source.distractors in (None, "none") else Path(source.distractors),
         examples=examples,
         store=store,
         local=local,
-        manifest=corpus_manifest(settings.corpus),
+        manifest=corpus_manifest(source.corpus),
     )
 
 
