@@ -187,14 +187,21 @@ def _write_chunk(folder: Path, batch: dict[str, list]) -> None:
     os.replace(tmp, folder)
 
 
-def _die_with_parent() -> None:
+def _die_with_parent(parent: int) -> None:
     """Have the kernel end this worker when the building process dies (Linux's
-    PR_SET_PDEATHSIG), so a killed build leaves no idle tokenizer behind."""
+    PR_SET_PDEATHSIG), so a killed build leaves no idle tokenizer behind.
+
+    A worker still starting when the builder is killed sets the signal after its parent is
+    gone, and would wait for work forever (it holds its own queue's write end, so it never
+    sees the queue close): it is then an orphan of another parent, and ends here.
+    """
     try:
         libc = ctypes.CDLL(None, use_errno=True)
         libc.prctl(1, signal.SIGKILL)  # 1 = PR_SET_PDEATHSIG
     except (OSError, AttributeError):  # not Linux: the pool's own shutdown is all there is
-        pass
+        return
+    if os.getppid() != parent:
+        os._exit(0)
 
 
 def _tokenized(texts: list[str]) -> list[str]:
@@ -219,7 +226,10 @@ class _Tokenizers:
             # Spawned, not forked: tantivy's threads are running in this process.
             context = multiprocessing.get_context("spawn")
             self.pool = ProcessPoolExecutor(
-                workers, mp_context=context, initializer=_die_with_parent
+                workers,
+                mp_context=context,
+                initializer=_die_with_parent,
+                initargs=(os.getpid(),),
             )
 
     def submit(self, batch: dict[str, list]) -> Callable[[], list[str]]:

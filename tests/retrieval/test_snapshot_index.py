@@ -256,6 +256,22 @@ def test_a_killed_build_resumes_to_the_same_index(tmp_path, snapshot_file):
     assert top_ids(SnapshotRetriever(resumed)) == top_ids(SnapshotRetriever(whole))
 
 
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="PR_SET_PDEATHSIG is Linux's")
+def test_a_tokenizer_whose_builder_died_while_it_started_ends_at_once():
+    # The race behind a killed build's orphan: the worker sets its kill-with-parent signal
+    # only once it has started, and by then the builder may be gone.
+    code = (
+        "import os, sys; from frames_dspy.retrieval.disk_index import _die_with_parent; "
+        "_die_with_parent(int(sys.argv[1])); print('alive')"
+    )
+    for parent, alive in ((os.getpid(), True), (os.getpid() + 1_000_000, False)):
+        done = subprocess.run(
+            [sys.executable, "-c", code, str(parent)], capture_output=True, text=True, cwd=REPO
+        )
+        assert done.returncode == 0, done.stderr
+        assert (done.stdout.strip() == "alive") is alive
+
+
 def test_a_damaged_index_is_detected_and_rebuilt(tmp_path, snapshot_file):
     snapshot = parse_snapshot(str(snapshot_file))
     store = open_snapshot(snapshot, index_dir=tmp_path, chunk_size=50)
