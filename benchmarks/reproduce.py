@@ -80,6 +80,16 @@ RUN_METRICS: dict[str, Callable[[ConditionSummary], Any]] = {
     "tokens_per_question": lambda s: s.tokens_per_question,
     "reported_tokens_per_question": lambda s: s.reported_tokens_per_question,
     "lm_calls_per_question": lambda s: s.lm_calls_per_question,
+    # How the LM searched (table.md's second table): the paper's loop, and the agent's steps.
+    "query_repetition_rate": lambda s: s.query_repetition_rate,
+    "near_repeat_rate": lambda s: s.near_repeat_rate,
+    "steps_per_question": lambda s: s.steps_per_question,
+    "searches_per_question": lambda s: s.searches_per_question,
+    "articles_read_per_question": lambda s: s.articles_read_per_question,
+    "malformed_calls_per_question": lambda s: s.malformed_calls_per_question,
+    "gold_searched": lambda s: s.gold_searched,
+    "gold_read": lambda s: s.gold_read,
+    "gold_used": lambda s: s.gold_used,
 }
 
 

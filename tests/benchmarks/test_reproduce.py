@@ -69,6 +69,24 @@ def test_written_figures_rescore_exactly_and_a_changed_record_is_caught(tmp_path
     assert "OUTSIDE" in captured.out and "outside tolerance" in captured.err
 
 
+def test_how_the_lm_searched_is_a_figure_too(tmp_path, capsys):
+    # The near-repeat share is what an agent experiment reports beside accuracy and recall.
+    root = tmp_path / "runs"
+    records = timed(outcomes("c", "1100"))
+    for record, rate in zip(records, (0.5, 0.0, 1.0, 0.5), strict=True):
+        record["near_repeat_rate"] = rate
+    write_run(root / "base", records)
+    figure = {"name": "repeats", "run": "base", "condition": "c", "metric": "near_repeat_rate"}
+    folder = experiment(tmp_path, [figure])
+    assert main([str(folder), "--runs", str(root), "--write"]) == 0
+    stored = json.loads((folder / "experiment.json").read_text())
+    assert stored["figures"][0]["expected"] == 0.5
+    records[2]["near_repeat_rate"] = 0.0
+    write_run(root / "base", records)
+    capsys.readouterr()
+    assert main([str(folder), "--runs", str(root)]) == 1
+
+
 def test_missing_runs_and_bad_experiments_exit_2_with_the_reason(tmp_path, runs, capsys):
     folder = experiment(tmp_path, FIGURES)
     assert main([str(folder), "--runs", str(tmp_path / "nowhere")]) == 2
