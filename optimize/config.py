@@ -8,14 +8,15 @@ from pathlib import Path
 
 import dspy
 
-from frames_dspy.base.settings import resume_keys, setting
+from frames_dspy.base.settings import declared_defaults, resume_keys, setting
 from frames_dspy.data.questions import Splits
 from frames_dspy.lm import make_lm
 from frames_dspy.run.settings import RunSettings
 from optimize.optimizers import OPTIMIZER_HELP, OPTIMIZERS, OptimizerSettings
 from optimize.pareto import PickRule, parse_pick
 from optimize.scores import ChosenTrial, TestScore
-from optimize.study import OBJECTIVES, PAPER_PROMPTS, PROMPTS, SearchSpace
+from optimize.space import KINDS, PAPER_PROMPTS, PROMPTS, SearchSpace, check_kinds
+from optimize.study import OBJECTIVES
 
 __all__ = [
     "COMPILE_EXAMPLES",
@@ -110,7 +111,10 @@ class CompileConfig(RunSettings):
         workers_only: Run trials only (no pick, compile or test): for extra workers.
         out: Output folder; None means ``runs/opt-<timestamp>``.
         found_tokens, lead_chars: Choices the study tries for the query writer's view of the
-            articles found so far: its token budget, and the characters of each lead.
+            articles found so far: its token budget, and the characters of each lead (also
+            of each search result the agent sees).
+        kinds, max_steps, max_articles, max_agent_tokens: The program kinds tried
+            (:data:`optimize.space.KINDS`) and the agent's limits (``n_docs``: its results).
 
     Declared with evaluate's (:mod:`frames_dspy.run.settings`): ``include_question`` and
     ``cot`` (fixed for the whole study; ``search_question_query`` makes the study try the
@@ -257,6 +261,37 @@ class CompileConfig(RunSettings):
         help="the first round whose queries the LM writes, choices to try, comma-separated "
         "(e.g. 1,2: with 2 round 1 sends only the question and its phrases, and the LM first "
         "sees what they found) (default: unset, the LM writes from round 1)",
+    )
+    kinds: tuple[str, ...] = setting(
+        ("multihop",),
+        kind="choice_list",
+        group=_SEARCH,
+        entries=_COMPILE,
+        choices=KINDS,
+        help="program kinds to try, comma-separated: multihop (rounds of written queries) and "
+        "agent (the LM searches, reads and stops by itself) (default multihop)",
+    )
+    max_steps: tuple[int, int] = setting(
+        (4, 12),
+        kind="int_range",
+        group=_SEARCH,
+        entries=_COMPILE,
+        help="agent trials: range of steps before it must answer (default 4-12)",
+    )
+    max_articles: tuple[int, int] = setting(
+        (2, 8),
+        kind="int_range",
+        group=_SEARCH,
+        entries=_COMPILE,
+        help="agent trials: range of articles it may read (default 2-8)",
+    )
+    max_agent_tokens: tuple[int, ...] = setting(
+        (8000,),
+        kind="int_list",
+        group=_SEARCH,
+        entries=_COMPILE,
+        help="agent trials: metered token budgets of its steps to try, comma-separated "
+        "(default %(default)s); --n-docs is its results per search, --lead-chars their leads",
     )
     pick: str = setting(
         "best",
@@ -439,6 +474,7 @@ class CompileConfig(RunSettings):
         for ok, message in checks:
             if not ok:
                 raise ValueError(message)
+        check_kinds(vars(self), declared_defaults(CompileConfig))
         parse_pick(self.pick)
         self.search_space()  # a bad range fails here, before any model or corpus loads
         self.optimizer_settings(embedded=False)
@@ -458,6 +494,10 @@ class CompileConfig(RunSettings):
             question_docs=tuple(self.question_docs),
             phrase_docs=tuple(self.phrase_docs),
             lm_from_round=tuple(self.lm_from_round),
+            kinds=tuple(self.kinds),
+            max_steps=tuple(self.max_steps),
+            max_articles=tuple(self.max_articles),
+            max_agent_tokens=tuple(self.max_agent_tokens),
         )
 
     def make_teacher(self) -> dspy.BaseLM | None:

@@ -3,7 +3,8 @@
 Per question, a MultiHop configuration (rounds ``r``, queries per round ``k``, articles per
 query ``n``) makes one query-writing call per round (none when ``k`` is 1 and the question
 itself is the only query), one answer call, and at most one judge call (the deterministic
-check often settles the verdict without it). The token assumptions are stated in
+check often settles the verdict without it); an agent configuration is priced at its limits
+(:func:`frames_dspy.run.cost.agent_cost`: an upper bound). The token assumptions are stated in
 :data:`ASSUMPTIONS`; they are rough by design, meant to tell an afternoon from a week.
 """
 
@@ -12,14 +13,10 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from statistics import mean
 
-from frames_dspy.run.cost import (
-    ASSUMPTIONS,
-    JUDGE_OUTPUT,
-    JUDGE_PROMPT,
-    multihop_cost,
-)
+from frames_dspy.run.cost import ASSUMPTIONS, JUDGE_OUTPUT, JUDGE_PROMPT
+from frames_dspy.run.cost import question_cost as spec_cost
 from optimize.optimizers import OptimizerSettings, rough_calls
-from optimize.study import SearchSpace
+from optimize.space import SearchSpace, trial_kind, trial_spec
 
 __all__ = ["ASSUMPTIONS", "PhaseCost", "CostEstimate", "question_cost", "estimate_cost"]
 
@@ -28,19 +25,9 @@ def question_cost(
     params: dict, *, context_tokens: int, include_question: bool = True, answer: bool = True
 ) -> tuple[float, float]:
     """(program LM calls, program tokens) for one question under one trial's parameters
-    (``answer=False``: the query writer alone, as a recall compile runs it)."""
-    cost = multihop_cost(
-        params["rounds"],
-        params["k"],
-        params["n_docs"],
-        params["prompt"],
-        context_tokens=context_tokens,
-        include_question=bool(params.get("question_query", include_question)),
-        question_docs=params.get("question_docs"),
-        phrase_docs=params.get("phrase_docs") or None,
-        lm_from_round=params.get("lm_from_round"),
-        answer=answer,
-    )
+    (``answer=False``: the retrieval half alone, as a recall compile runs it)."""
+    spec = trial_spec(params, include_question=include_question, context_tokens=context_tokens)
+    cost = spec_cost(spec, answer=answer)
     return cost.calls, cost.tokens
 
 
@@ -118,22 +105,19 @@ def estimate_cost(
         final: Whether the final compile and test evaluation run (not for ``--workers-only``).
     """
 
-    def priced(answer: bool) -> list[tuple[float, float]]:
-        return [
-            question_cost(
-                p, context_tokens=context_tokens, include_question=include_question, answer=answer
-            )
-            for p in space.configurations()
-        ]
+    def priced(answer: bool) -> dict[str, list[tuple[float, float]]]:
+        shape = {"context_tokens": context_tokens, "include_question": include_question}
+        return _costs_by_kind(space, answer=answer, **shape)
 
     # A recall compile runs the query writer alone on dev and test: no answer, no judge.
     recall = optimizer.objective == "recall"
-    costs = priced(answer=not recall)
+    by_kind = priced(answer=not recall)
+    costs = [c for kind in by_kind.values() for c in kind]
     # rough_calls counts program runs with their answer call and takes it off itself.
-    program_calls = mean(c for c, _ in (priced(answer=True) if recall else costs))
+    program_calls = _spread(priced(answer=True) if recall else by_kind, 0)
     judge_calls, judge_tokens = (0, 0) if recall else (1, JUDGE_PROMPT + JUDGE_OUTPUT)
-    mean_calls = mean(c for c, _ in costs) + judge_calls
-    mean_tokens = mean(t for _, t in costs) + judge_tokens
+    mean_calls = _spread(by_kind, 0) + judge_calls
+    mean_tokens = _spread(by_kind, 1) + judge_tokens
     max_calls = max(c for c, _ in costs) + judge_calls
     max_tokens = max(t for _, t in costs) + judge_tokens
     tokens_per_call = mean_tokens / mean_calls if mean_calls else 0.0
@@ -166,3 +150,16 @@ def estimate_cost(
             PhaseCost("test", n_test, calls, calls * tokens_per_call, "chosen program, once")
         )
     return estimate
+
+
+def _costs_by_kind(space: SearchSpace, **shape) -> dict[str, list[tuple[float, float]]]:
+    """Each configuration's (calls, tokens) per question, by program kind."""
+    costs: dict[str, list[tuple[float, float]]] = {}
+    for params in space.configurations():
+        costs.setdefault(trial_kind(params), []).append(question_cost(params, **shape))
+    return costs
+
+
+def _spread(costs: dict[str, list[tuple[float, float]]], which: int) -> float:
+    """The mean over the kinds of each kind's mean (the sampler chooses a kind first)."""
+    return mean(mean(c[which] for c in kind) for kind in costs.values())

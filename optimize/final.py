@@ -55,7 +55,8 @@ from optimize.pareto import (
     trials_frame,
 )
 from optimize.scores import ChosenTrial, TestScore, TrialFigures
-from optimize.study import RETRIEVAL_OBJECTIVES, score_program, trial_spec
+from optimize.space import searches_by_lm, trial_label, trial_spec
+from optimize.study import RETRIEVAL_OBJECTIVES, score_program
 
 logger = logging.getLogger(__name__)
 
@@ -134,22 +135,13 @@ class CompileRun:
         )
 
 
-def _label(params: dict[str, Any]) -> str:
-    spec = trial_spec(params)
-    label = spec.describe().removeprefix("multihop ")
-    if "found_tokens" in params:
-        label += f" f{spec.found_tokens} l{spec.lead_chars}" + (
-            "" if spec.include_question else " -q"
-        )
-    return label
-
-
 def trial_line(trial: FrozenTrial) -> str:
     """One progress line for a finished trial."""
     a = TrialFigures.of(trial)
     if a.surplus:
         return f"trial {trial.number:>3}  skipped: the study already holds its trials"
-    label = _label(trial.params) if "prompt" in trial.params else "?"
+    suggested = "prompt" in trial.params or "max_steps" in trial.params
+    label = trial_label(trial.params) if suggested else "?"
     if trial.state == TrialState.COMPLETE:
         acc = trial.values[0] if a.accuracy is None else a.accuracy
         line = (
@@ -379,7 +371,7 @@ def _pick_from_front(run: CompileRun, study: optuna.Study, state: FinalState) ->
         front,
         chosen,
         out / "pareto.png",
-        title=f"FRAMES MultiHop on {config.model}: dev {metric} vs tokens",
+        title=f"FRAMES {'/'.join(config.kinds)} on {config.model}: dev {metric} vs tokens",
         metric=metric,
     )
     say(f"Pareto front: {len(front)} of {len(trials)} complete trials (see pareto.md)")
@@ -402,7 +394,7 @@ def _compile_chosen(run: CompileRun, chosen: FrozenTrial, state: FinalState) -> 
     if state_json is not None:
         program.load_state(json.loads(state_json))
         state.compiled["compiled"] = "inside the trial"
-    elif opt.name != "none" and not lm_queries_per_round(spec):
+    elif opt.name != "none" and not searches_by_lm(spec):
         state.compiled["compiled"] = "skipped: the program sends no LM query"
     elif opt.name != "none":
         if budget.exhausted:
@@ -508,7 +500,7 @@ def _save_chosen(run: CompileRun, pick: Pick, state: FinalState, program, lm_pro
     chosen_info = ChosenTrial(
         trial=chosen.number,
         params=chosen.params,
-        label=_label(chosen.params),
+        label=trial_label(chosen.params),
         objective=config.objective,
         dev_objective=chosen.values[0],
         dev_accuracy=chosen.values[0] if figures.accuracy is None else figures.accuracy,

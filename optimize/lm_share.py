@@ -29,9 +29,12 @@ __all__ = [
 
 def dev_lm_share(chosen: TrialFigures, spec) -> dict[str, Any]:
     """The chosen trial's no-LM figures on dev (see :meth:`optimize.study.Objective.lm_share`),
-    as the :class:`~optimize.scores.ChosenTrial` fields of those names."""
+    as the :class:`~optimize.scores.ChosenTrial` fields of those names; an agent has no no-LM
+    parts and no rounds of written queries (both None)."""
+    agent = spec.kind == "agent"
     return {
-        "lm_queries_per_round": lm_queries_per_round(spec),
+        "kind": spec.kind,
+        "lm_queries_per_round": None if agent else lm_queries_per_round(spec),
         "dev_no_lm_recall": chosen.no_lm_recall,
         "dev_references": {"bm25": chosen.ref_bm25, "phrases": chosen.ref_phrases},
         "dev_lift": chosen.lift,
@@ -40,6 +43,17 @@ def dev_lm_share(chosen: TrialFigures, spec) -> dict[str, Any]:
 
 def lm_verdict(chosen: ChosenTrial) -> str:
     """One plain line on what the LM added to the pick on dev."""
+    if chosen.kind == "agent":
+        line = (
+            "the pick is the agent: every article it reads, its LM chose, so it has no no-LM "
+            "parts to weigh (--lm-queries does not apply)"
+        )
+        if isinstance(chosen.dev_lift, int | float):
+            line += (
+                f"; dev lift over the stronger no-LM reference at the articles it read "
+                f"{chosen.dev_lift:+.3f}"
+            )
+        return line
     n = chosen.lm_queries_per_round
     if not n:
         return (

@@ -24,6 +24,7 @@ from optimize.gold_demos import TaughtBootstrap, drop_empty_rounds, with_gold_de
 logger = logging.getLogger(__name__)
 
 __all__ = [
+    "GOLD_OPTIMIZERS",
     "answer_predictor_names",
     "OPTIMIZERS",
     "OPTIMIZER_HELP",
@@ -50,6 +51,9 @@ OPTIMIZERS = {
     "its written queries found a gold article the question alone misses, and those rounds "
     "become the demos",
 }
+
+#: The optimizers whose demos are built for the multi-step query writer from gold titles.
+GOLD_OPTIMIZERS = ("gold-demos", "gold-bootstrap")
 
 #: ``--optimizer``'s help: the choices, and which model writes the optimizers' prompts.
 OPTIMIZER_HELP = (
@@ -178,9 +182,9 @@ class FeedbackMetric:
     """GEPA's metric: the objective as a score, and feedback text that says what went wrong.
 
     The feedback gives the judge's verdict on the answer and, for the predictors that are not
-    the answer step's (the query writer; ``answer_names``, from
-    :func:`answer_predictor_names`), the gold articles the queries found and the ones they
-    missed, by title, which is what its queries decide.
+    the answer step's (the query writer, the agent's step; ``answer_names``, from
+    :func:`answer_predictor_names`), the gold articles the queries found (the agent read) and
+    the ones they missed, by title, which is what those predictors decide.
     """
 
     def __init__(
@@ -219,7 +223,18 @@ class FeedbackMetric:
             found = set(_final_context(pred))
             hit = [a.title for a in gold_articles if a.id in found]
             missed = [a.title for a in gold_articles if a.id not in found]
-            if gold_articles:
+            if gold_articles and getattr(pred, "trajectory", None) is not None:
+                # An agent's context is what it chose to read.
+                parts.append(
+                    f"The articles it read hold {len(hit)} of the {len(gold_articles)} "
+                    "Wikipedia articles the question needs"
+                    + (f" (read: {'; '.join(hit)})" if hit else "")
+                    + (f"; it never read: {'; '.join(missed)}." if missed else ".")
+                    + " Good steps search a few keywords naming the person, place, work or "
+                    "event the question leads to, read the result that names it, and finish "
+                    "once the needed articles are read."
+                )
+            elif gold_articles:
                 parts.append(
                     f"The queries found {len(hit)} of the {len(gold_articles)} Wikipedia "
                     f"articles the question needs"
@@ -353,9 +368,9 @@ def _run_optimizer(program, trainset, settings, autorater, lm, prompt_lm, store,
     demos = settings.demos
     threads = max(1, settings.threads)
     metric = ObjectiveMetric(settings.objective, autorater, store, n=len(trainset))
-    if name in ("gold-demos", "gold-bootstrap") and store is None:
+    if name in GOLD_OPTIMIZERS and store is None:
         raise ValueError(f"--optimizer {name} needs the article store (the gold articles)")
-    if name in ("gold-demos", "gold-bootstrap"):
+    if name in GOLD_OPTIMIZERS:
         gold = with_gold_demos(
             program, trainset, store, demos=demos, seed=settings.seed, optimizer=name
         )

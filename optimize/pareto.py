@@ -13,6 +13,7 @@ import pandas as pd
 from optuna.trial import FrozenTrial, TrialState
 
 from optimize.scores import TrialFigures
+from optimize.space import trial_kind, trial_label
 
 logger = logging.getLogger(__name__)
 
@@ -121,7 +122,18 @@ RETRIEVAL_OBJECTIVES = ("recall", "lift")
 _COLUMN_OBJECTIVES = ("accuracy", "recall")
 
 
-def _row(t: FrozenTrial, chosen: FrozenTrial | None, metric: str) -> str:
+def _shape(t: FrozenTrial, agents: bool) -> str:
+    """The trial's program columns: prompt, rounds, k, n_docs, and the agent's limits when
+    the front holds an agent (an agent's prompt column says ``agent``)."""
+    p = t.params
+    if trial_kind(p) == "agent":
+        limits = f" {p['max_steps']} / {p['max_articles']} / {p['max_agent_tokens']} |"
+        return f" agent | — | — | {p['n_docs']} |{limits}"
+    shape = f" {p['prompt']} | {p['rounds']} | {p['k']} | {p['n_docs']} |"
+    return shape + (" — |" if agents else "")
+
+
+def _row(t: FrozenTrial, chosen: FrozenTrial | None, metric: str, agents: bool) -> str:
     a = TrialFigures.of(t)
     mark = " ◀ chosen" if chosen is not None and t.number == chosen.number else ""
     objective = f"{t.values[0]:.3f}"
@@ -132,8 +144,7 @@ def _row(t: FrozenTrial, chosen: FrozenTrial | None, metric: str) -> str:
         accuracy = "—" if metric in RETRIEVAL_OBJECTIVES else _figure(a.accuracy)
     recall = objective if metric == "recall" else _figure(a.recall)
     return (
-        f"| {t.number}{mark} | {t.params['prompt']} | {t.params['rounds']} | {t.params['k']} | "
-        f"{t.params['n_docs']} |{own} {accuracy} | {recall} | "
+        f"| {t.number}{mark} |{_shape(t, agents)}{own} {accuracy} | {recall} | "
         f"{_figure(a.no_lm_recall)} | {_figure(a.ref_bm25)} | "
         f"{_figure(a.ref_phrases)} | {t.values[1]:.0f} | "
         f"{_or(a.lm_calls_per_q, float('nan')):.2f} | {_or(a.judge_errors, '—')} | "
@@ -152,6 +163,8 @@ def pareto_markdown(
     """The Pareto front as a markdown table, cheapest first. The objective is the accuracy or
     recall column, or (``lift``, ``accuracy+recall``) a column of its own."""
     own = "" if metric in _COLUMN_OBJECTIVES else f" {metric} |"
+    agents = any(trial_kind(t.params) == "agent" for t in front)
+    limits = " agent steps / articles / tokens |" if agents else ""
     lines = [
         f"# Pareto front ({len(front)} of {n_trials} complete trials)",
         "",
@@ -162,14 +175,15 @@ def pareto_markdown(
         f"`{rule}`. What the LM adds, with no LM call: `no-LM parts` is the program's",
         "question and phrase queries alone at the same article budget (— when it writes no",
         "query); `bm25-N` and `phrases-N` are the no-LM references at each dev question's own",
-        "article count N.",
+        "article count N"
+        + (" (an agent's N: the articles it read; it has no no-LM parts)." if agents else "."),
         "",
-        f"| trial | prompt | rounds | k | n_docs |{own} accuracy | recall | no-LM parts | "
+        f"| trial | prompt | rounds | k | n_docs |{limits}{own} accuracy | recall | no-LM parts | "
         "bm25-N | phrases-N | tokens/q | LM calls/q | judge errors | questions |",
-        "|---|---|---:|---:|---:|" + "---:|" * (9 + bool(own)),
+        "|---|---|---:|---:|---:|" + "---:|" * (9 + bool(own) + agents),
     ]
     ordered = sorted(front, key=lambda t: (t.values[1], t.number))
-    lines += [_row(t, chosen, metric) for t in ordered]
+    lines += [_row(t, chosen, metric, agents) for t in ordered]
     return "\n".join(lines) + "\n"
 
 
@@ -211,8 +225,7 @@ def plot_pareto(
     )
     for t in ordered:
         ax.annotate(
-            f"#{t.number} {t.params['prompt'][0]} r{t.params['rounds']}k{t.params['k']}"
-            f"n{t.params['n_docs']}",
+            f"#{t.number} {trial_label(t.params)}",
             (t.values[1], t.values[0]),
             textcoords="offset points",
             xytext=(4, 4),
@@ -231,7 +244,7 @@ def plot_pareto(
     ax.set_xlabel("tokens per question (dev split, program LM)")
     ax.set_ylabel(f"{metric} (dev split)")
     ax.set_ylim(-0.03, max(1.03, max((t.values[0] for t in trials), default=0) + 0.03))
-    ax.set_title(title or f"FRAMES MultiHop: {metric} vs cost")
+    ax.set_title(title or f"FRAMES programs: {metric} vs cost")
     ax.grid(alpha=0.3)
     ax.legend(loc="lower right", fontsize=8)
     fig.tight_layout()

@@ -111,7 +111,9 @@ class ChosenTrial:
         pick: The rule that chose it (``best``, ``cheapest-within:TOL``).
         pareto_size: Trials on the front.
         compile: What compiling its prompts did (optimizer, demos, kept or not, dev scores).
-        lm_queries_per_round: LM-written queries per round of the program handed over.
+        kind: Its program kind (``multihop`` or ``agent``, :data:`optimize.space.KINDS`).
+        lm_queries_per_round: LM-written queries per round of the program handed over (None
+            for an agent: it writes no rounds of queries).
         dev_no_lm_recall: Dev recall of its no-LM parts alone.
         dev_references: Dev recall of bm25-N and phrases-N.
         dev_lift: Dev recall over the stronger of them.
@@ -131,7 +133,8 @@ class ChosenTrial:
     pick: str
     pareto_size: int
     compile: dict[str, Any]
-    lm_queries_per_round: int
+    kind: str
+    lm_queries_per_round: int | None
     dev_no_lm_recall: float | None
     dev_references: dict[str, float | None]
     dev_lift: float | None
@@ -153,6 +156,9 @@ class ChosenTrial:
             "pick": self.pick,
             "pareto_size": self.pareto_size,
             "compile": self.compile,
+            # A study that tries the agent has 'kind' among the params too (the same value),
+            # which keeps the place it has there.
+            "kind": self.kind,
             "lm_queries_per_round": self.lm_queries_per_round,
             "dev_no_lm_recall": self.dev_no_lm_recall,
             "dev_references": self.dev_references,

@@ -1,10 +1,11 @@
-"""The Optuna side of ``optimize.compile``: search space, LM accounting, scoring, the objective.
+"""The Optuna side of ``optimize.compile``: LM accounting, scoring, the objective.
 
-A trial picks ``rounds``, ``k``, ``n_docs`` and the query prompt (vanilla, planning or
-titles), builds the :class:`~frames_dspy.programs.MultiHop` program (optionally compiling its
-prompts with a DSPy optimizer on the train split), scores it on the dev split with the
-autorater, and returns two objectives: the chosen one (:data:`OBJECTIVES`: accuracy, recall,
-or accuracy with ties broken by recall; maximised) and tokens per question (minimised).
+A trial picks a configuration from the search space (:mod:`optimize.space`: the multi-step
+program's rounds, k, n_docs and query prompt, or the agent's limits), builds that program
+(optionally compiling its prompts with a DSPy optimizer on the train split), scores it on the
+dev split with the autorater, and returns two objectives: the chosen one (:data:`OBJECTIVES`:
+accuracy, recall, or accuracy with ties broken by recall; maximised) and tokens per question
+(minimised).
 
 Tokens per question are *metered* (:class:`frames_dspy.lm.accounting.TokenMeter`): every call
 of the program's LM is counted at 4 characters per token (prompt plus completion), whether or
@@ -23,7 +24,7 @@ import os
 import socket
 import time
 import warnings
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -34,40 +35,27 @@ from optuna.trial import FrozenTrial, TrialState
 
 from frames_dspy.judge.autorater import Autorater
 from frames_dspy.lm.accounting import CallBudget
-from frames_dspy.programs import (
-    NoLMReferences,
-    ProgramSpec,
-    build_program,
-    lm_queries_per_round,
-    no_lm_recall,
-)
+from frames_dspy.programs import NoLMReferences, build_program, lm_queries_per_round, no_lm_recall
 from frames_dspy.results.records import QuestionRecord
 from frames_dspy.results.run_folder import RunFolder
 from frames_dspy.results.summary import ConditionSummary, objective_value, summarize_records
 from frames_dspy.run.runner import Runner
 from optimize.pareto import RETRIEVAL_OBJECTIVES
 from optimize.scores import TrialFigures
+from optimize.space import SearchSpace, searches_by_lm, trial_spec
 
 logger = logging.getLogger(__name__)
 
 __all__ = [
-    "PROMPTS",
     "OBJECTIVES",
-    "SearchSpace",
     "DevScore",
     "score_program",
-    "trial_spec",
     "Objective",
     "SurplusTrial",
     "worker_id",
     "count_active",
     "reap_dead_local_trials",
 ]
-
-#: The two query-writing prompts a trial chooses between.
-PROMPTS = ("vanilla", "planning", "titles")
-#: The paper's two prompts: what a study tries unless told otherwise.
-PAPER_PROMPTS = PROMPTS[:2]
 
 #: What a study maximises (its second objective is always metered tokens per question).
 OBJECTIVES = {
@@ -81,156 +69,6 @@ OBJECTIVES = {
     "same dev questions, each at the article count N the program reached on it), so a "
     "larger article budget does not win by itself (retrieval only, like recall)",
 }
-
-
-@dataclass(frozen=True)
-class SearchSpace:
-    """Inclusive integer ranges for the MultiHop knobs, and the choices for the others.
-
-    ``rounds``, ``k`` and ``n_docs`` are ranges; ``prompts`` (vanilla, planning),
-    ``question_query`` (whether the question is one of each round's queries),
-    ``found_tokens`` (the budget of the found-articles view the query writer reads) and
-    ``lead_chars`` (how much of each article's opening it shows) are lists of choices; a
-    one-item list fixes that knob. ``question_docs`` (the articles the question's own query
-    brings per round, see :class:`~frames_dspy.programs.MultiHop`) is a list of choices too;
-    empty (the default) leaves it unset: the question gets ``n_docs`` like any query.
-    ``phrase_docs`` (the articles the question's phrases bring per round; 0: none) likewise,
-    with ``question_docs``, and ``lm_from_round`` (the first round the LM writes in). With
-    the question as a query, ``k = 1`` is a program that sends
-    no LM query, so a study can find that the LM adds nothing.
-    """
-
-    rounds: tuple[int, int] = (1, 5)
-    k: tuple[int, int] = (1, 5)
-    n_docs: tuple[int, int] = (1, 10)
-    prompts: tuple[str, ...] = PAPER_PROMPTS
-    question_query: tuple[bool, ...] = (True,)
-    found_tokens: tuple[int, ...] = (1000,)
-    lead_chars: tuple[int, ...] = (120,)
-    question_docs: tuple[int, ...] = ()
-    phrase_docs: tuple[int, ...] = ()
-    lm_from_round: tuple[int, ...] = ()
-
-    def __post_init__(self):
-        for name in ("rounds", "k", "n_docs"):
-            low, high = getattr(self, name)
-            if not 1 <= low <= high:
-                raise ValueError(f"search range {name}={low}..{high} must satisfy 1 <= low <= high")
-        unknown = [p for p in self.prompts if p not in PROMPTS]
-        if unknown or not self.prompts:
-            raise ValueError(f"unknown prompt(s) {unknown}; choose from {list(PROMPTS)}")
-        for name in ("question_query", "found_tokens", "lead_chars"):
-            if not getattr(self, name):
-                raise ValueError(f"search choices for {name} must not be empty")
-        for name in ("found_tokens", "lead_chars", "question_docs", "lm_from_round"):
-            bad = [v for v in getattr(self, name) if isinstance(v, bool) or v < 1]
-            if bad:
-                raise ValueError(f"search choices {name}={bad} must be whole numbers >= 1")
-        if any(isinstance(v, bool) or v < 0 for v in self.phrase_docs):
-            raise ValueError(f"search choices phrase_docs={self.phrase_docs} must be >= 0")
-
-    def suggest(self, trial: optuna.Trial) -> dict[str, Any]:
-        """Ask the trial for one configuration (parameter names as stored in the study)."""
-        params = {
-            "rounds": trial.suggest_int("rounds", *self.rounds),
-            "k": trial.suggest_int("k", *self.k),
-            "n_docs": trial.suggest_int("n_docs", *self.n_docs),
-            "prompt": trial.suggest_categorical("prompt", list(self.prompts)),
-            "question_query": trial.suggest_categorical(
-                "question_query", list(self.question_query)
-            ),
-            "found_tokens": trial.suggest_categorical("found_tokens", list(self.found_tokens)),
-            "lead_chars": trial.suggest_categorical("lead_chars", list(self.lead_chars)),
-        }
-        if self.question_docs:
-            params["question_docs"] = trial.suggest_categorical(
-                "question_docs", list(self.question_docs)
-            )
-        if self.phrase_docs:
-            params["phrase_docs"] = trial.suggest_categorical("phrase_docs", list(self.phrase_docs))
-        if self.lm_from_round:
-            params["lm_from_round"] = trial.suggest_categorical(
-                "lm_from_round", list(self.lm_from_round)
-            )
-        return params
-
-    def configurations(self) -> Iterator[dict[str, Any]]:
-        """Every configuration in the space (used by the cost estimate)."""
-        for rounds in range(self.rounds[0], self.rounds[1] + 1):
-            for k in range(self.k[0], self.k[1] + 1):
-                for n_docs in range(self.n_docs[0], self.n_docs[1] + 1):
-                    for prompt in self.prompts:
-                        for question_query in self.question_query:
-                            yield {
-                                "rounds": rounds,
-                                "k": k,
-                                "n_docs": n_docs,
-                                "prompt": prompt,
-                                "question_query": question_query,
-                                "found_tokens": self.found_tokens[0],
-                                "lead_chars": self.lead_chars[0],
-                                **(
-                                    {"question_docs": self.question_docs[0]}
-                                    if self.question_docs
-                                    else {}
-                                ),
-                                **(
-                                    {"phrase_docs": self.phrase_docs[0]} if self.phrase_docs else {}
-                                ),
-                                **(
-                                    {"lm_from_round": self.lm_from_round[0]}
-                                    if self.lm_from_round
-                                    else {}
-                                ),
-                            }
-
-    def as_dict(self) -> dict[str, Any]:
-        return {
-            "rounds": list(self.rounds),
-            "k": list(self.k),
-            "n_docs": list(self.n_docs),
-            "prompts": list(self.prompts),
-            "question_query": list(self.question_query),
-            "found_tokens": list(self.found_tokens),
-            "lead_chars": list(self.lead_chars),
-            # Only when searched, so a study made before the knob existed still resumes.
-            **({"question_docs": list(self.question_docs)} if self.question_docs else {}),
-            **({"phrase_docs": list(self.phrase_docs)} if self.phrase_docs else {}),
-            **({"lm_from_round": list(self.lm_from_round)} if self.lm_from_round else {}),
-        }
-
-
-def trial_spec(
-    params: dict[str, Any],
-    *,
-    include_question: bool = True,
-    cot: bool = False,
-    context_tokens: int | None = None,
-) -> ProgramSpec:
-    """The program spec for a trial's parameters.
-
-    ``include_question`` applies when the trial did not choose ``question_query`` (a study
-    made before that was searched); the found view keeps the program's defaults likewise.
-    """
-    asks_question = bool(params.get("question_query", include_question))
-    question_docs = params.get("question_docs") if asks_question else None
-    phrases, from_round = params.get("phrase_docs"), params.get("lm_from_round", 1)
-    return ProgramSpec(
-        "multihop",
-        rounds=int(params["rounds"]),
-        k=int(params["k"]),
-        n_docs=int(params["n_docs"]),
-        planning=params["prompt"] == "planning",
-        titles=params["prompt"] == "titles",
-        include_question=asks_question,
-        question_docs=int(question_docs) if question_docs else None,
-        phrase_docs=int(phrases) if question_docs and phrases else None,
-        lm_from_round=int(from_round) if from_round > 1 else None,
-        cot=cot,
-        context_tokens=context_tokens,
-        found_tokens=params.get("found_tokens"),
-        lead_chars=params.get("lead_chars"),
-    )
 
 
 # --- scoring a program on a split ---------------------------------------------------------------
@@ -488,7 +326,7 @@ class Objective:
         started = time.perf_counter()
         calls_before = self.budget.calls
         program = build_program(spec, retriever=self.retriever, store=self.store)
-        if self.compile_fn is not None and lm_queries_per_round(spec) > 0:
+        if self.compile_fn is not None and searches_by_lm(spec):
             # A program that sends no LM query has no prompt to compile.
             program = self.compile_fn(program, self.train)
             trial.set_user_attr("program_state", json.dumps(program.dump_state(), default=str))
@@ -526,20 +364,23 @@ class Objective:
         """What the LM added on these dev questions, with no LM call: both no-LM references
         at each question's own article count (``score.reference`` is set to the stronger),
         the lift over it, and for a program that writes queries the recall of its no-LM
-        parts alone at the same budget (``no_lm_recall``)."""
+        parts alone at the same budget (``no_lm_recall``). An agent's N is the articles it
+        read; it has no no-LM parts (every article it reads, its LM chose), so it gets
+        neither ``no_lm_recall`` nor ``lm_queries_per_round``."""
         if self.references is None:
             self.references = NoLMReferences(self.retriever)
         refs = self.references.strongest(score.records)
         score.reference = refs["value"]
-        writes = lm_queries_per_round(program.spec)
         share = {
             "ref_bm25": refs["bm25"],
             "ref_phrases": refs["phrases"],
             "ref_best": refs["best"],
             "lift_reference": refs["value"],
             "lift": round(score.recall - refs["value"], 6),
-            "lm_queries_per_round": writes,
         }
+        if program.spec.kind == "agent":
+            return share
+        writes = share["lm_queries_per_round"] = lm_queries_per_round(program.spec)
         if writes:
             alone = no_lm_recall(program, score.records)
             share["no_lm_recall"] = alone

@@ -69,6 +69,30 @@ def test_bootstrap_random_search_runs_end_to_end(tiny, tmp_path):
     assert (tmp_path / "test_score.json").is_file()
 
 
+AGENT = {"kinds": ("agent",), "max_steps": (5, 6), "max_articles": (2, 3), "n_docs": (1, 2)}
+
+
+@pytest.mark.parametrize("in_trials", [False, True])
+def test_an_agent_pick_is_compiled_by_bootstrap_rs_and_saved(tiny, tmp_path, in_trials):
+    examples, store, knowledge, retriever = tiny
+    result, lines = run_tiny(
+        tiny,
+        tmp_path,
+        trials=1,
+        optimizer="bootstrap-rs",
+        optimize_in_trials=in_trials,
+        max_demos=1,
+        optimizer_candidates=1,
+        **AGENT,
+    )
+    info = result.chosen.compile
+    expected = "inside the trial" if in_trials else ("kept", "discarded")
+    assert info["compiled"].startswith(expected)  # compiled, not skipped for want of queries
+    program, spec, saved = load_program(tmp_path / "program.json", retriever=retriever, store=store)
+    assert spec.kind == "agent" and saved["optimize"]["compile"]["optimizer"] == "bootstrap-rs"
+    assert {name for name, _ in program.named_predictors()} == {"choose", "answer"}
+
+
 PARAMS = {"rounds": 2, "k": 3, "n_docs": 4, "prompt": "vanilla"}
 SPACE = {
     "rounds": IntDistribution(1, 5),

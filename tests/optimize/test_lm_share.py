@@ -80,6 +80,13 @@ def test_a_program_without_lm_queries_gets_one_line_and_says_the_lm_added_nothin
     assert "(the LM's share +0.050)" in line
 
 
+def test_an_agent_pick_is_said_to_have_no_no_lm_parts_and_keeps_its_lift():
+    line = lm_verdict(chosen(kind="agent", dev_lift=0.125))
+    assert line.startswith("the pick is the agent: every article it reads, its LM chose")
+    assert line.endswith("at the articles it read +0.125")
+    assert "--lm-queries does not apply" in lm_verdict(chosen(kind="agent"))
+
+
 def test_the_dev_share_is_paired_by_question_and_shown_only_above_zero():
     program = [rec("trial-0", "a", [1.0]), rec("trial-0", "b", [0.5]), rec("trial-0", "c", None)]
     check = dev_share_check(program, {"a": 0.5, "b": 0.0, "x": 1.0})

@@ -4,9 +4,10 @@ from __future__ import annotations
 
 import pytest
 
+from frames_dspy.run.cost import agent_cost
 from optimize.cost import estimate_cost, question_cost
 from optimize.optimizers import OptimizerSettings
-from optimize.study import SearchSpace
+from optimize.space import SearchSpace
 
 
 def test_cost_estimate_follows_the_program_shape():
@@ -105,3 +106,14 @@ def test_a_recall_compile_is_priced_without_answers_or_verdicts():
     assert judged.per_question_mean[0] == 4  # + the answer and the judge
     assert recall.tokens < judged.tokens / 2
     assert [p.calls for p in recall.phases] == [80, 80, 120]  # gold-demos itself calls no LM
+
+
+AGENT = {"kind": "agent", "max_steps": 4, "max_articles": 3, "max_agent_tokens": 8000, "n_docs": 5}
+
+
+def test_an_agent_trial_is_priced_at_its_limits():
+    calls, tokens = question_cost(AGENT, context_tokens=1000)
+    limits = agent_cost(4, 5, 600, 8000, context_tokens=1000)  # read_chars: the default
+    assert (calls, tokens) == (limits.calls, limits.tokens) == (5, limits.tokens)
+    assert question_cost({**AGENT, "max_steps": 8}, context_tokens=1000)[0] == 9
+    assert question_cost(AGENT, context_tokens=1000, answer=False)[0] == 4

@@ -10,7 +10,7 @@ from opt_fake import FakeLM
 from opt_helpers import record_optimizer
 
 from frames_dspy.judge import Autorater
-from frames_dspy.programs import ProgramSpec, build_program
+from frames_dspy.programs import ProgramSpec, build_program, load_program, save_program
 from optimize.optimizers import (
     FeedbackMetric,
     ObjectiveMetric,
@@ -230,3 +230,77 @@ def test_the_optimizers_write_prompts_with_the_prompt_lm(tiny, monkeypatch, name
     assert built[1][option] is lm  # without one, the program's own LM
     if "task_model" in built[0]:
         assert built[0]["task_model"] is lm
+
+
+# --- the agent: one step prompt called several times a question ------------------------------
+
+
+def agent_of(tiny, **limits):
+    _, store, _, retriever = tiny
+    spec = ProgramSpec("agent", n_docs=2, **limits)
+    return build_program(spec, retriever=retriever, store=store, context_tokens=400)
+
+
+@pytest.mark.parametrize("name", ["bootstrap-rs", "mipro", "gepa", "simba"])
+def test_every_dspy_optimizer_compiles_the_agent_and_program_json_round_trips(name, tiny, tmp_path):
+    examples, store, knowledge, retriever = tiny
+    lm = FakeLM(knowledge)
+    # Three steps are too few for the fake's agent to read both articles: nothing is
+    # perfect, so the optimizers have something to improve (GEPA reflects, SIMBA tries);
+    # bootstrapping keeps the runs that pass, so it gets the steps to pass.
+    program = agent_of(tiny, max_steps=6 if name == "bootstrap-rs" else 3)
+    settings = OptimizerSettings(
+        name=name, max_demos=1, candidates=2, budget=12 if name == "gepa" else 1,
+        objective="accuracy+recall",
+    )  # fmt: skip
+    compiled = compile_program(
+        program, examples[:4], settings=settings, autorater=Autorater(lm), lm=lm, store=store
+    )
+    assert type(compiled) is type(program) and compiled.spec == program.spec
+    assert {n for n, _ in compiled.named_predictors()} == {"choose", "answer"}
+    if name == "bootstrap-rs":
+        # Demos of the step prompt come from the trace: one step of a run, its view as input.
+        with_demos = [
+            c["program"] for c in compiled.candidate_programs if c["program"].choose.demos
+        ]
+        assert with_demos
+        demo = dict(with_demos[0].choose.demos[0])
+        assert {"question", "steps", "limits", "tool", "argument"} <= set(demo)
+        assert demo["tool"] in ("search", "read", "finish") and demo["augmented"]
+        compiled = with_demos[0]
+    if name == "gepa":
+        asked = [m["messages"][-1]["content"] for m in lm.history]
+        assert any("The articles it read hold" in text for text in asked)  # the agent's feedback
+    path = tmp_path / "program.json"
+    save_program(compiled, path)
+    loaded, spec, _ = load_program(path, retriever=retriever, store=store)
+    assert spec == program.spec and loaded.dump_state() == compiled.dump_state()
+    with dspy.context(lm=lm):
+        a, b = compiled(question=examples[5].question), loaded(question=examples[5].question)
+    assert (a.answer, a.context_ids, a.stop_reason) == (b.answer, b.context_ids, b.stop_reason)
+
+
+@pytest.mark.parametrize("name", ["gold-demos", "gold-bootstrap"])
+def test_the_gold_optimizers_refuse_the_agent(name, tiny):
+    examples, store, knowledge, _ = tiny
+    lm = FakeLM(knowledge)
+    with pytest.raises(ValueError, match="the SearchAgent program has none"):
+        compile_program(
+            agent_of(tiny),
+            examples[:4],
+            settings=OptimizerSettings(name=name),
+            autorater=Autorater(lm),
+            lm=lm,
+            store=store,
+        )
+
+
+def test_the_agents_feedback_names_the_gold_articles_it_read_and_missed(tiny):
+    examples, store, knowledge, _ = tiny
+    metric = FeedbackMetric(Autorater(FakeLM(knowledge)), store)
+    person, town = examples[0].gold_titles
+    read = [[store.resolve(examples[0].gold_urls[0]).id]]
+    pred = dspy.Prediction(answer="no idea", context_ids=read, trajectory=[])
+    out = metric(examples[0], pred, None, "choose", None)
+    assert "The articles it read hold 1 of the 2 Wikipedia articles" in out.feedback
+    assert f"(read: {person}); it never read: {town}." in out.feedback

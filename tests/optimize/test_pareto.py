@@ -151,3 +151,33 @@ def test_a_retrieval_only_objective_shows_no_accuracy_even_where_a_trial_recorde
     row = next(line for line in lift.splitlines() if line.startswith("| 0 "))
     assert row.split("|")[7].strip() == "—" and row.split("|")[8].strip() == "0.900"
     assert "| 0.030 | 0.900 |" in accuracy_measured  # the objective is the accuracy column
+
+
+def test_a_front_with_an_agent_shows_its_limits_beside_the_multihop_shape():
+    agent = optuna.trial.create_trial(
+        values=[0.8, 4000.0],
+        params={"kind": "agent", "max_steps": 6, "max_articles": 3, "max_agent_tokens": 8000,
+                "n_docs": 5},
+        distributions={
+            "kind": CategoricalDistribution(["multihop", "agent"]),
+            "max_steps": IntDistribution(1, 12),
+            "max_articles": IntDistribution(1, 8),
+            "max_agent_tokens": CategoricalDistribution([8000]),
+            "n_docs": IntDistribution(1, 10),
+        },
+        user_attrs={"lm_calls_per_q": 7.0, "recall": 0.75},
+    )  # fmt: skip
+    multihop = optuna.trial.create_trial(
+        values=[0.5, 1000.0],
+        params={"kind": "multihop", "rounds": 2, "k": 3, "n_docs": 4, "prompt": "planning"},
+        distributions={"kind": CategoricalDistribution(["multihop", "agent"]), **SPACE},
+        user_attrs={"lm_calls_per_q": 3.0},
+    )
+    agent.number, multihop.number = 1, 0
+    text = pareto_markdown([multihop, agent], agent, rule=parse_pick("best"), n_trials=2)
+    table = [line for line in text.splitlines() if line.startswith("|")]
+    assert "| n_docs | agent steps / articles / tokens | accuracy |" in table[0]
+    assert table[2].startswith("| 0 | planning | 2 | 3 | 4 | — | 0.500 |")
+    assert table[3].startswith("| 1 ◀ chosen | agent | — | — | 5 | 6 / 3 / 8000 | 0.800 | 0.750 |")
+    assert len({line.count("|") for line in table}) == 1
+    assert "an agent's N: the articles it read" in text

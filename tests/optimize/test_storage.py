@@ -11,8 +11,8 @@ from opt_helpers import (
     run_tiny,
 )
 
+from optimize.space import SearchSpace
 from optimize.storage import make_sampler, open_storage, open_study, redact
-from optimize.study import SearchSpace
 
 
 def test_storage_url_must_be_a_database_url(tiny, tmp_path):

@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import json
 import os
-import re
 import signal
 import socket
 import subprocess
@@ -29,19 +28,15 @@ from optuna.distributions import CategoricalDistribution, IntDistribution
 from optuna.trial import TrialState
 
 from frames_dspy.lm.accounting import CallBudget
-from frames_dspy.programs import ProgramSpec
 from frames_dspy.results.records import QuestionRecord
-from optimize.compile import build_parser
-from optimize.config import CompileConfig
 from optimize.scores import TrialFigures
+from optimize.space import SearchSpace
 from optimize.study import (
     DevScore,
     Objective,
-    SearchSpace,
     SurplusTrial,
     count_active,
     reap_dead_local_trials,
-    trial_spec,
     worker_id,
 )
 
@@ -147,121 +142,6 @@ def test_env_is_isolated():
 
 
 # --- the study's parts, without running programs -----------------------------------------------
-
-
-@pytest.mark.parametrize(
-    "space, message",
-    [
-        ({"rounds": (0, 3)}, "search range rounds=0..3 must satisfy 1 <= low <= high"),
-        ({"k": (4, 2)}, "search range k=4..2"),
-        ({"n_docs": (1, 0)}, "search range n_docs=1..0"),
-        ({"prompts": ("planning", "magic")}, "unknown prompt(s) ['magic']"),
-        ({"prompts": ()}, "unknown prompt(s) []"),
-    ],
-)
-def test_a_bad_search_space_is_refused(space, message):
-    with pytest.raises(ValueError, match=re.escape(message)):
-        SearchSpace(**space)
-
-
-def test_the_search_space_lists_every_configuration():
-    space = SearchSpace(rounds=(1, 2), k=(2, 3), n_docs=(5, 5), prompts=("planning",))
-    configurations = list(space.configurations())
-    assert len(configurations) == 2 * 2 * 1 * 1
-    assert configurations[0] == {
-        "rounds": 1,
-        "k": 2,
-        "n_docs": 5,
-        "prompt": "planning",
-        "question_query": True,
-        "found_tokens": 1000,
-        "lead_chars": 120,
-    }
-    assert space.as_dict() == {
-        "rounds": [1, 2],
-        "k": [2, 3],
-        "n_docs": [5, 5],
-        "prompts": ["planning"],
-        "question_query": [True],
-        "found_tokens": [1000],
-        "lead_chars": [120],
-    }
-    assert len(list(SearchSpace().configurations())) == 5 * 5 * 10 * 2
-    both = SearchSpace(question_query=(True, False), found_tokens=(100, 400), lead_chars=(60,))
-    assert len(list(both.configurations())) == 5 * 5 * 10 * 2 * 2
-
-
-@pytest.mark.parametrize(
-    "choices, message",
-    [
-        ({"found_tokens": ()}, "found_tokens must not be empty"),
-        ({"lead_chars": (0,)}, "lead_chars=[0] must be whole numbers >= 1"),
-        ({"question_query": ()}, "question_query must not be empty"),
-    ],
-)
-def test_bad_search_choices_are_refused(choices, message):
-    with pytest.raises(ValueError, match=re.escape(message)):
-        SearchSpace(**choices)
-
-
-def test_a_trial_can_choose_the_question_query_and_the_found_view():
-    spec = trial_spec(
-        {
-            "rounds": 2,
-            "k": 2,
-            "n_docs": 3,
-            "prompt": "vanilla",
-            "question_query": False,
-            "found_tokens": 200,
-            "lead_chars": 60,
-        },
-        include_question=True,
-    )
-    assert (spec.include_question, spec.found_tokens, spec.lead_chars) == (False, 200, 60)
-    args = build_parser().parse_args(
-        ["--found-tokens", "100,400", "--lead-chars", "60", "--search-question-query"]
-    )
-    config = CompileConfig(**{k: v for k, v in vars(args).items() if k not in ("quiet", "verbose")})
-    space = config.search_space()
-    assert space.found_tokens == (100, 400) and space.lead_chars == (60,)
-    assert space.question_query == (True, False)
-
-
-def test_a_trials_parameters_become_a_multihop_spec():
-    spec = trial_spec(
-        {"rounds": 2, "k": 3, "n_docs": 4, "prompt": "planning"},
-        include_question=False,
-        cot=True,
-        context_tokens=800,
-    )
-    assert spec == ProgramSpec(
-        "multihop",
-        rounds=2,
-        k=3,
-        n_docs=4,
-        planning=True,
-        include_question=False,
-        cot=True,
-        context_tokens=800,
-    )
-    assert trial_spec({"rounds": 1, "k": 1, "n_docs": 1, "prompt": "vanilla"}).planning is False
-
-
-def test_a_trial_can_choose_the_titles_prompt_and_the_questions_own_budget():
-    params = {"rounds": 2, "k": 3, "n_docs": 1, "prompt": "titles", "question_docs": 4}
-    spec = trial_spec(params)
-    assert (spec.titles, spec.planning, spec.question_docs) == (True, False, 4)
-    assert spec.describe() == "multihop titles r2 k3 n1 q4"
-    # Without the question as a query it has no budget of its own.
-    assert trial_spec({**params, "question_query": False}).question_docs is None
-    args = build_parser().parse_args(["--prompts", "titles", "--question-docs", "2,4"])
-    config = CompileConfig(**{k: v for k, v in vars(args).items() if k not in ("quiet", "verbose")})
-    space = config.search_space()
-    assert space.prompts == ("titles",) and space.question_docs == (2, 4)
-    assert space.as_dict()["question_docs"] == [2, 4]
-    assert [c["question_docs"] for c in space.configurations()][:1] == [2]
-    # Unsearched, the knob stays out of the study's record (older studies still resume).
-    assert "question_docs" not in SearchSpace().as_dict()
 
 
 def test_a_dev_score_per_question():
@@ -443,17 +323,35 @@ def test_a_lift_study_can_pick_a_program_that_sends_no_lm_query(tiny, tmp_path):
     assert any(line.startswith("test recall") for line in lines)
 
 
-def test_a_trials_phrase_budget_needs_the_questions_own():
-    params = {"rounds": 1, "k": 1, "n_docs": 2, "prompt": "titles", "question_docs": 6}
-    assert trial_spec({**params, "phrase_docs": 6}).describe() == "multihop titles r1 k1 n2 q6 p6"
-    assert trial_spec({**params, "phrase_docs": 0}).phrase_docs is None
-    assert trial_spec({**params, "lm_from_round": 2}).lm_from_round == 2
-    assert trial_spec({**params, "lm_from_round": 1}).lm_from_round is None
-    assert SearchSpace(lm_from_round=(1, 2)).as_dict()["lm_from_round"] == [1, 2]
-    with pytest.raises(ValueError, match="must be >= 0"):
-        SearchSpace(phrase_docs=(-1,))
-    args = build_parser().parse_args(["--phrase-docs", "0,6", "--objective", "lift"])
-    config = CompileConfig(**{k: v for k, v in vars(args).items() if k not in ("quiet", "verbose")})
-    with pytest.raises(ValueError, match="--phrase-docs needs --question-docs"):
-        config.validate()
-    assert config.optimizer_settings(embedded=True).objective == "recall"
+def test_a_study_of_both_kinds_tries_both_and_its_front_shows_both(tiny, tmp_path):
+    # The multi-step program here is the question alone (cheap, half the gold articles); the
+    # fake's agent reads both articles (dearer, correct): neither dominates the other.
+    result, lines = run_tiny(
+        tiny,
+        tmp_path,
+        kinds=("multihop", "agent"),
+        trials=4,
+        rounds=(1, 1),
+        k=(1, 1),
+        n_docs=(1, 1),
+        prompts=("vanilla",),
+        max_steps=(5, 6),
+        max_articles=(2, 3),
+    )
+    trials = pd.read_csv(tmp_path / "trials.csv")
+    assert set(trials["params_kind"]) == {"multihop", "agent"}
+    agents = trials[trials["params_kind"] == "agent"]
+    assert agents["params_rounds"].isna().all() and agents["params_max_steps"].notna().all()
+    # An agent trial stores no attribute TrialFigures does not read back typed.
+    stored = {c.removeprefix("user_attrs_") for c in trials if c.startswith("user_attrs_")}
+    assert stored <= {f.name for f in fields(TrialFigures)}
+    rows = [
+        line
+        for line in (tmp_path / "pareto.md").read_text().splitlines()
+        if line.startswith("| ") and line[2].isdigit()
+    ]
+    assert {row.split("|")[2].strip() for row in rows} == {"vanilla", "agent"}
+    config = json.loads((tmp_path / "config.json").read_text())
+    assert config["search_space"]["kinds"] == ["multihop", "agent"]
+    assert any(line.startswith("trial ") and " agent s" in line for line in lines)
+    assert result.chosen.kind == "agent"  # the higher objective ("best")
