@@ -13,9 +13,11 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from statistics import mean
 
+from frames_dspy.programs import ProgramSpec
 from frames_dspy.run.cost import ASSUMPTIONS, JUDGE_OUTPUT, JUDGE_PROMPT
 from frames_dspy.run.cost import question_cost as spec_cost
 from optimize.optimizers import OptimizerSettings, rough_calls
+from optimize.reference import REFERENCE, reference_spec
 from optimize.space import SearchSpace, trial_kind, trial_spec
 
 __all__ = ["ASSUMPTIONS", "PhaseCost", "CostEstimate", "question_cost", "estimate_cost"]
@@ -149,6 +151,8 @@ def estimate_cost(
         estimate.phases.append(
             PhaseCost("test", n_test, calls, calls * tokens_per_call, "chosen program, once")
         )
+    if final and "agent" in space.kinds:
+        estimate.phases.append(_reference_phase(space, n_test, context_tokens, answer=not recall))
     return estimate
 
 
@@ -163,3 +167,18 @@ def _costs_by_kind(space: SearchSpace, **shape) -> dict[str, list[tuple[float, f
 def _spread(costs: dict[str, list[tuple[float, float]]], which: int) -> float:
     """The mean over the kinds of each kind's mean (the sampler chooses a kind first)."""
     return mean(mean(c[which] for c in kind) for kind in costs.values())
+
+
+def _reference_phase(space: SearchSpace, n_test: int, context_tokens: int, *, answer: bool):
+    """The test run's reference beside an agent pick (:mod:`optimize.reference`)."""
+    spec: ProgramSpec = reference_spec(context_tokens=context_tokens)
+    cost = spec_cost(spec, answer=answer)
+    judge = (1, JUDGE_PROMPT + JUDGE_OUTPUT) if answer else (0, 0)
+    maybe = "" if space.kinds == ("agent",) else "if the pick is an agent; "
+    return PhaseCost(
+        "reference",
+        n_test,
+        n_test * (cost.calls + judge[0]),
+        n_test * (cost.tokens + judge[1]),
+        f"{maybe}{REFERENCE} at {spec.describe().removeprefix('multihop planning ')}, once",
+    )

@@ -54,6 +54,7 @@ from optimize.pareto import (
     plot_pareto,
     trials_frame,
 )
+from optimize.reference import paired_reference, reference_for, reference_line
 from optimize.scores import ChosenTrial, TestScore, TrialFigures
 from optimize.space import searches_by_lm, trial_label, trial_spec
 from optimize.study import RETRIEVAL_OBJECTIVES, score_program
@@ -162,11 +163,16 @@ def trial_line(trial: FrozenTrial) -> str:
     return f"trial {trial.number:>3}  {label:<22} {trial.state.name.lower()}"
 
 
-def final_test_config(config: CompileConfig, program: Path, out: Path) -> EvalConfig:
+def final_test_config(
+    config: CompileConfig, program: Path, out: Path, *, reference: str | None = None
+) -> EvalConfig:
     """The evaluation that scores ``program`` once on the test split of ``config``'s split
-    (the model and data settings, ``threads`` among them, as the compile run resolved them)."""
+    (the model and data settings, ``threads`` among them, as the compile run resolved them),
+    with the condition ``reference`` beside it at evaluate's settings (an agent pick's, see
+    :mod:`optimize.reference`; it runs instead of the no-LM parts, which an agent lacks)."""
+    beside = {"include_question": config.include_question, "cot": config.cot}
     return EvalConfig(
-        conditions=["program"],
+        conditions=[*([reference] if reference else []), "program"],
         program=str(program),
         **config.model_data_settings(),
         split="test",
@@ -176,7 +182,8 @@ def final_test_config(config: CompileConfig, program: Path, out: Path) -> EvalCo
         out=str(out),
         seed=config.seed,
         retrieval_only=config.objective in RETRIEVAL_OBJECTIVES,
-        no_lm_parts=True,
+        no_lm_parts=reference is None,
+        **(beside if reference else {}),
     )
 
 
@@ -199,13 +206,15 @@ _ALWAYS_NAMED = (
 )  # fmt: skip
 
 
-def reproduce_command(config: CompileConfig, out: Path) -> str:
-    """The ``frames_dspy.evaluate`` command that re-scores ``OUT/program.json`` on test,
-    generated from evaluate's setting declarations (:mod:`frames_dspy.base.settings`)."""
-    rerun = final_test_config(config, out / "program.json", out / "test_rerun")
-    args = command_args(
-        rerun, "evaluate", defaults=EvalConfig(), skip=_NOT_REPRODUCED, always=_ALWAYS_NAMED
-    )
+def reproduce_command(config: CompileConfig, out: Path, *, reference: str | None = None) -> str:
+    """The ``frames_dspy.evaluate`` command that re-scores ``OUT/program.json`` on test
+    (beside ``reference``, named then in ``--conditions``), generated from evaluate's setting
+    declarations (:mod:`frames_dspy.base.settings`)."""
+    rerun = final_test_config(config, out / "program.json", out / "test_rerun", reference=reference)
+    skip = [name for name in _NOT_REPRODUCED if not (reference and name == "conditions")]
+    # evaluate's command line adds condition 'program' for --program itself.
+    rerun = replace(rerun, conditions=[c for c in rerun.conditions if c != "program"])
+    args = command_args(rerun, "evaluate", defaults=EvalConfig(), skip=skip, always=_ALWAYS_NAMED)
     # Written to config.json and test_score.json: a password in a URL shows as ***.
     return redact_text(shlex.join(["python", "-m", "frames_dspy.evaluate", *args]))
 
@@ -330,9 +339,9 @@ def final_stage(run: CompileRun, study: optuna.Study, *, stopped: str | None) ->
     program = _compile_chosen(run, pick.chosen, state)
     program, lm_program, weighed = _weigh_lm_queries(run, program, pick.chosen, state)
     chosen_info, program_path = _save_chosen(run, pick, state, program, lm_program, weighed)
-    config = run.plan.config
-    command = reproduce_command(config, Path(config.out))
-    test = _score_on_test(run, program_path, command, state)
+    config, reference = run.plan.config, reference_for(program.spec)
+    command = reproduce_command(config, Path(config.out), reference=reference)
+    test = _score_on_test(run, program_path, command, state, reference=reference)
     return FinalStage(
         chosen=chosen_info,
         command=command,
@@ -535,9 +544,10 @@ def _save_chosen(run: CompileRun, pick: Pick, state: FinalState, program, lm_pro
 
 
 def _score_on_test(
-    run: CompileRun, program_path: Path, command: str, state: FinalState
+    run: CompileRun, program_path: Path, command: str, state: FinalState, *, reference=None
 ) -> TestScore | None:
-    """The saved program scored once on the test split (unless the budget ran out)."""
+    """The saved program scored once on the test split (unless the budget ran out), beside
+    ``reference`` and paired with it by question when given."""
     config, budget, say, splits = run.plan.config, run.budget, run.say, run.plan.splits
     out = Path(config.out)
     if budget.exhausted:
@@ -550,7 +560,7 @@ def _score_on_test(
     test_dir = out / "test_run"
     _prepare_test_dir(test_dir, sha256_file(program_path))
     say(f"scoring the chosen program once on {len(run.plan.test)} test questions ...")
-    eval_config = final_test_config(config, program_path, test_dir)
+    eval_config = final_test_config(config, program_path, test_dir, reference=reference)
     summary = run_evaluation(
         eval_config,
         lm=run.session.lm,
@@ -567,8 +577,11 @@ def _score_on_test(
         program_sha256=sha256_file(program_path),
         reproduce=command,
         **test_lm_share(summary.rows, test_dir, run.session.retriever),
+        reference=paired_reference(test_dir, reference) if reference else None,
     )
     say(held_out_verdict(test))
+    if test.reference is not None:
+        say(reference_line(test.reference))
     atomic_write_json(out / "test_score.json", test.to_dict())
     state.phases["test"] = budget.calls - sum(state.phases.values())
     return test

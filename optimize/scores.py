@@ -6,19 +6,20 @@ them); :meth:`TrialFigures.of` reads them back as one typed object, so the pick,
 table and the progress lines read attributes. :class:`ChosenTrial` and :class:`TestScore` are
 what the final stage (:mod:`optimize.final`) hands to the command line, ``config.json``,
 ``program.json`` and ``test_score.json``; their ``to_dict`` writes those files' keys in the
-order they always had.
+order they always had. An agent pick's test score carries a :class:`PairedReference`: the
+agent against the paper's multi-step condition on the same questions (:mod:`optimize.reference`).
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass, fields
+from dataclasses import asdict, dataclass, fields
 from typing import Any
 
 from optuna.trial import FrozenTrial
 
 from frames_dspy.results.summary import ConditionSummary
 
-__all__ = ["TrialFigures", "ChosenTrial", "TestScore", "TEST_FIGURES"]
+__all__ = ["TrialFigures", "ChosenTrial", "PairedReference", "TestScore", "TEST_FIGURES"]
 
 
 @dataclass(frozen=True)
@@ -179,6 +180,51 @@ TEST_FIGURES = (
 
 
 @dataclass(frozen=True)
+class PairedReference:
+    """An agent pick against the reference condition on the test questions both answered
+    (``test_score.json``'s ``reference``); each difference is the program's figure minus the
+    reference's, with its paired bootstrap 95% interval.
+
+    Attributes:
+        reference: The reference condition (:data:`optimize.reference.REFERENCE`).
+        label: Its program, described (``multihop planning r5 k5 n10``).
+        n: The questions paired.
+        accuracy_reference: The reference's accuracy on them (None: retrieval only).
+        accuracy_program: The program's accuracy on them.
+        accuracy_diff: The program's minus the reference's.
+        accuracy_ci95: Its paired 95% interval.
+        mcnemar_p: McNemar's exact p on the questions one got right and the other wrong.
+        recall_n: The questions paired on final recall (a gold article in either run).
+        recall_reference: The reference's final recall on them.
+        recall_program: The program's final recall on them.
+        recall_diff: The program's minus the reference's.
+        recall_ci95: Its paired 95% interval.
+        tokens_per_q_reference: The reference's metered tokens per question.
+        tokens_per_q_program: The program's metered tokens per question.
+    """
+
+    reference: str
+    label: str
+    n: int
+    accuracy_reference: float | None
+    accuracy_program: float | None
+    accuracy_diff: float | None
+    accuracy_ci95: list[float] | None
+    mcnemar_p: float | None
+    recall_n: int
+    recall_reference: float | None
+    recall_program: float | None
+    recall_diff: float | None
+    recall_ci95: list[float] | None
+    tokens_per_q_reference: float | None
+    tokens_per_q_program: float | None
+
+    def to_dict(self) -> dict[str, Any]:
+        """As ``test_score.json`` holds it: the fields, in their order."""
+        return asdict(self)
+
+
+@dataclass(frozen=True)
 class TestScore:
     """The chosen program scored once on the test split (``test_score.json``).
 
@@ -193,6 +239,7 @@ class TestScore:
         lm_share: Test recall minus the no-LM parts', paired (None: nothing to pair).
         lm_share_ci95: Its paired bootstrap 95% interval.
         lm_share_n: The questions paired.
+        reference: An agent pick against the reference condition, paired (None: not an agent).
         split, program, run_folder: ``test``, ``program.json``, ``test_run``.
     """
 
@@ -208,6 +255,7 @@ class TestScore:
     lm_share: float | None = None
     lm_share_ci95: list[float] | None = None
     lm_share_n: int | None = None
+    reference: PairedReference | None = None
     split: str = "test"
     program: str = "program.json"
     run_folder: str = "test_run"
@@ -232,4 +280,6 @@ class TestScore:
                 "lm_share_ci95": self.lm_share_ci95,
                 "lm_share_n": self.lm_share_n,
             }
+        if self.reference is not None:
+            row["reference"] = self.reference.to_dict()
         return row

@@ -91,6 +91,7 @@ def test_an_agent_pick_is_compiled_by_bootstrap_rs_and_saved(tiny, tmp_path, in_
     program, spec, saved = load_program(tmp_path / "program.json", retriever=retriever, store=store)
     assert spec.kind == "agent" and saved["optimize"]["compile"]["optimizer"] == "bootstrap-rs"
     assert {name for name, _ in program.named_predictors()} == {"choose", "answer"}
+    assert result.test.reference.n == result.test.figures.n
 
 
 PARAMS = {"rounds": 2, "k": 3, "n_docs": 4, "prompt": "vanilla"}

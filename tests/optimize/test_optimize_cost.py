@@ -117,3 +117,25 @@ def test_an_agent_trial_is_priced_at_its_limits():
     assert (calls, tokens) == (limits.calls, limits.tokens) == (5, limits.tokens)
     assert question_cost({**AGENT, "max_steps": 8}, context_tokens=1000)[0] == 9
     assert question_cost(AGENT, context_tokens=1000, answer=False)[0] == 4
+
+
+def test_a_study_with_the_agent_prices_each_kind_alike_and_the_reference():
+    multihop = SearchSpace(rounds=(1, 2), k=(1, 3), n_docs=(1, 2))
+    agent = SearchSpace(kinds=("agent",), max_steps=(2, 3), max_articles=(2, 2), n_docs=(1, 2))
+    both = SearchSpace(
+        kinds=("multihop", "agent"), rounds=(1, 2), k=(1, 3), n_docs=(1, 2), max_steps=(2, 3),
+        max_articles=(2, 2),
+    )  # fmt: skip
+    means = [small_estimate(space=s, optimizer=OptimizerSettings()) for s in (multihop, agent)]
+    mixed = small_estimate(space=both, optimizer=OptimizerSettings())
+    # The sampler chooses a kind first: each kind weighs half, however many settings it has.
+    assert mixed.per_question_mean[0] == pytest.approx(
+        (means[0].per_question_mean[0] + means[1].per_question_mean[0]) / 2
+    )
+    assert [p.name for p in means[0].phases] == ["study", "test"]
+    assert [p.name for p in means[1].phases] == ["study", "test", "reference"]
+    reference = means[1].phases[-1]
+    assert reference.questions == 20 and reference.note == "multistep-planning at r5 k5 n10, once"
+    assert mixed.phases[-1].note.startswith("if the pick is an agent; multistep-planning")
+    # The paper's 5 x 5 x 10: five query calls, the answer and the judge per question.
+    assert reference.calls == 20 * 7
