@@ -200,7 +200,7 @@ class CompileConfig(RunSettings):
         kind="int_range",
         group=_SEARCH,
         entries=_COMPILE,
-        help="range of articles per query (default 1-10)",
+        help="range of articles per query, and of an agent's results per search (default 1-10)",
     )
     prompts: tuple[str, ...] = setting(
         PAPER_PROMPTS,
@@ -231,7 +231,8 @@ class CompileConfig(RunSettings):
         kind="int_list",
         group=_SEARCH,
         entries=_COMPILE,
-        help="query writer's lead lengths to try, comma-separated (default %(default)s)",
+        help="lead lengths to try (the query writer's view, an agent's search results), "
+        "comma-separated (default %(default)s)",
     )
     question_docs: tuple[int, ...] = setting(
         (),
@@ -291,7 +292,7 @@ class CompileConfig(RunSettings):
         group=_SEARCH,
         entries=_COMPILE,
         help="agent trials: metered token budgets of its steps to try, comma-separated "
-        "(default %(default)s); --n-docs is its results per search, --lead-chars their leads",
+        "(default 8000); --n-docs is its results per search, --lead-chars their leads",
     )
     pick: str = setting(
         "best",
