@@ -20,7 +20,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from frames_dspy.programs import ProgramSpec, condition
-from frames_dspy.results.comparison import compare_conditions, format_interval, load_run
+from frames_dspy.results.comparison import SMALL_N, compare_conditions, format_interval, load_run
 from frames_dspy.run.eval_config import EvalConfig
 from optimize.scores import PairedReference
 
@@ -110,6 +110,8 @@ def reference_line(ref: PairedReference) -> str:
     tokens = ref.tokens_per_q_program, ref.tokens_per_q_reference
     if None not in tokens:
         parts.append(f"tokens/q {tokens[0]:.0f} against {tokens[1]:.0f}")
+    if ref.n < SMALL_N:
+        parts.append(f"with fewer than {SMALL_N} questions the intervals are too narrow to trust")
     return (
         f"held out, the agent against {ref.reference} ({ref.label}), paired over "
         f"{ref.n} questions (agent minus reference, 95% interval): " + "; ".join(parts)

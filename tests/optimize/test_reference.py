@@ -57,6 +57,8 @@ def test_the_paired_line_says_what_each_interval_shows():
         "recall 0.550 against 0.600, -0.050 [-0.150, +0.050] (no difference shown); tokens/q "
         "4320 against 6948"
     )
+    few = reference_line(replace(PAIRED, n=29))
+    assert few.endswith("; with fewer than 30 questions the intervals are too narrow to trust")
     lower = replace(PAIRED, recall_diff=-0.2, recall_ci95=[-0.3, -0.1])
     assert "(the reference finds more)" in reference_line(lower)
     retrieval = replace(PAIRED, accuracy_diff=None, accuracy_ci95=None, mcnemar_p=None)
