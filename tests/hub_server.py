@@ -586,10 +586,17 @@ if __name__ == "__main__":
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--articles", type=int, default=3000, help="articles of 20231101.xx")
     parser.add_argument("--lifetime", type=float, default=3600.0, help="seconds before it stops")
+    parser.add_argument(
+        "--questions",
+        type=Path,
+        default=FIXTURES / "eval_frames.csv",
+        help="a FRAMES questions CSV served as the hub's test.tsv (default: the test fixture's; "
+        "a local copy's frames/frames_test_set.csv acts out a user's first run)",
+    )
     args = parser.parse_args()
     with HubServer(lifetime=args.lifetime) as hub:
         hub.commit(WIKIPEDIA, wikipedia_files({"20231101.xx": args.articles}), "initial")
-        hub.commit(FRAMES, frames_files(), "initial")
+        hub.commit(FRAMES, frames_files(args.questions), "initial")
         print(f"HF_ENDPOINT={hub.endpoint} (CDN {hub.cdn})", flush=True)
         try:
             while not hub._over:
