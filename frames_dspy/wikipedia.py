@@ -10,12 +10,12 @@ import logging
 import sys
 from pathlib import Path
 
-from frames_dspy.base.locks import FolderInUse, lock_folder
+from frames_dspy.base.locks import FolderInUse
 from frames_dspy.base.redaction import redact_text
 from frames_dspy.cli import add_output_arguments, add_settings
 from frames_dspy.data.download import DownloadError
 from frames_dspy.data.questions import DatasetError, load_frames
-from frames_dspy.data.wikipedia import DEFAULT_DELAY, build_corpus
+from frames_dspy.data.wikipedia import DEFAULT_DELAY, fetch_corpus
 from frames_dspy.run.settings import ModelDataSettings
 
 
@@ -51,15 +51,15 @@ def main(argv: list[str] | None = None) -> int:
     logging.basicConfig(level=logging.WARNING, format="%(levelname)s %(message)s")
     try:
         examples = load_frames(args.dataset)[: args.limit]
-        urls = list(dict.fromkeys(url for ex in examples for url in ex.gold_urls))
         out = Path(args.out)
-        with lock_folder(
-            out, what="corpus folder", fix="wait for it to finish, or use another --out"
-        ):
-            print(f"fetching {len(urls)} articles into {out / 'cache'} (cached ones are skipped)")
-            manifest = build_corpus(
-                urls, out, api_url=args.api_url, delay=args.delay, progress=not args.quiet
-            )
+        manifest = fetch_corpus(
+            (url for ex in examples for url in ex.gold_urls),
+            out,
+            say=print,
+            api_url=args.api_url,
+            delay=args.delay,
+            progress=not args.quiet,
+        )
     except (DatasetError, DownloadError, FolderInUse) as err:
         print(f"error: {redact_text(str(err))}", file=sys.stderr)
         return 2

@@ -6,14 +6,13 @@ import argparse
 import json
 import sys
 from collections.abc import Sequence
-from pathlib import Path
 
 from frames_dspy.base.paths import data_file
 from frames_dspy.cli import add_output_arguments, add_settings
-from frames_dspy.data.corpus import CorpusError, default_aliases, load_corpus
+from frames_dspy.data.corpus import CorpusError
 from frames_dspy.data.download import DownloadError
 from frames_dspy.data.questions import DatasetError, load_frames, summarize
-from frames_dspy.data.snapshot import is_snapshot, parse_snapshot
+from frames_dspy.run.session import open_store
 from frames_dspy.run.settings import ModelDataSettings
 
 
@@ -69,19 +68,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         examples = load_frames(args.dataset, revision=args.revision)
         store = None
-        if args.corpus and is_snapshot(args.corpus):
-            # The command line only: retrieval is a layer above data.
-            from frames_dspy.retrieval.disk_index import open_snapshot
-
-            aliases = args.aliases or data_file("aliases")
-            store = open_snapshot(
-                parse_snapshot(args.corpus), aliases=aliases, progress=True, say=_stderr
-            )
-        elif args.corpus:
-            corpus = data_file("corpus") if args.corpus == "default" else Path(args.corpus)
+        if args.corpus:
+            corpus = data_file("corpus") if args.corpus == "default" else args.corpus
             if corpus is None:
                 parser.error("--corpus default needs FRAMES_DATA_DIR to be set")
-            store = load_corpus(corpus, aliases=args.aliases or default_aliases(corpus))
+            store = open_store(corpus, aliases=args.aliases, say=_stderr)
     except (DatasetError, CorpusError, DownloadError) as err:
         print(f"error: {err}", file=sys.stderr)
         return 2

@@ -29,7 +29,7 @@ import time
 import urllib.error
 import urllib.parse
 import urllib.request
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -51,6 +51,7 @@ __all__ = [
     "fetch_articles",
     "write_corpus",
     "build_corpus",
+    "fetch_corpus",
     "default_corpus",
     "corpus_manifest",
     "cached_files",
@@ -442,6 +443,31 @@ def build_corpus(
     }
     atomic_write_json(folder / "manifest.json", manifest)
     return manifest
+
+
+def fetch_corpus(
+    urls: Iterable[str],
+    folder: str | Path,
+    *,
+    say: Callable[[str], None] | None = None,
+    **fetch: Any,
+) -> dict[str, Any]:
+    """:func:`build_corpus` of the distinct ``urls``, ``folder`` held by this process alone
+    (``python -m frames_dspy.wikipedia fetch``); ``say`` gets the line that says what is
+    fetched. Keyword arguments go to :func:`build_corpus`.
+
+    Raises:
+        FolderInUse: another process fetches into ``folder``.
+        DownloadError: the fetch failed (what was fetched stays cached).
+    """
+    say = say or (lambda line: logger.info("%s", line))
+    urls = list(dict.fromkeys(urls))
+    folder = Path(folder)
+    with lock_folder(
+        folder, what="corpus folder", fix="wait for it to finish, or use another --out"
+    ):
+        say(f"fetching {len(urls)} articles into {folder / 'cache'} (cached ones are skipped)")
+        return build_corpus(urls, folder, **fetch)
 
 
 def corpus_manifest(corpus_path: str | Path) -> dict[str, Any] | None:

@@ -15,6 +15,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
+from pathlib import Path
 from typing import Any
 
 import dspy
@@ -40,6 +41,7 @@ __all__ = [
     "Session",
     "article_source",
     "load_store",
+    "open_store",
     "open_articles",
     "open_session",
     "make_judge",
@@ -128,6 +130,26 @@ def load_store(
         return open_snapshot(source.snapshot, aliases=source.aliases, say=say, progress=progress)
     distractors = None if source.distractors in (None, "none") else source.distractors
     return load_corpus(source.corpus, aliases=source.aliases, distractors=distractors)
+
+
+def open_store(
+    corpus: str | Path, *, aliases: str | None = None, say: Callable[[str], None] | None = None
+) -> ArticleStore:
+    """The store ``corpus`` names, as it is: a Wikipedia snapshot (``wikipedia``,
+    ``wikipedia:SNAPSHOT``, a parquet file or folder; its index built once, with a progress
+    bar) or a JSONL corpus, with no distractors. ``aliases`` defaults to ``FRAMES_DATA_DIR``'s
+    for a snapshot, to the file beside a JSONL corpus.
+
+    Raises:
+        CorpusError: a snapshot or corpus that cannot be used (the message names the fix).
+    """
+    if is_snapshot(str(corpus)):
+        snapshot = parse_snapshot(str(corpus))
+        return open_snapshot(
+            snapshot, aliases=aliases or data_file("aliases"), progress=True, say=say
+        )
+    path = Path(corpus)
+    return load_corpus(path, aliases=aliases or default_aliases(path))
 
 
 @dataclass(frozen=True)

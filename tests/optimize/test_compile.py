@@ -23,6 +23,7 @@ from opt_helpers import (
 from frames_dspy.results.summary import summarize_records
 from frames_dspy.run.evaluation import EvalConfig, run_evaluation
 from optimize import compile as opt_compile
+from optimize.compilation import outcome_lines
 from optimize.config import CompileConfig
 from optimize.scores import ChosenTrial, TestScore
 
@@ -196,12 +197,12 @@ def test_the_outcome_of_a_recall_or_lift_study_shows_recall_and_no_accuracy():
     )
     test = TestScore(figures, 100, 824, "sha", "python -m ...", None, {})
     result = SimpleNamespace(chosen=chosen, test=test)
-    lift = opt_compile.outcome_lines(result, "lift")
+    lift = outcome_lines(result, "lift")
     assert lift == [
         "chosen: trial 0 (titles r2 k2), dev lift 0.033 (recall 0.906), 1360 tokens/q",
         "test: final recall 0.909 on 100 questions (retrieval only: no accuracy measured), "
         "1449 tokens/q",
     ]
-    accuracy = opt_compile.outcome_lines(result, "accuracy")
+    accuracy = outcome_lines(result, "accuracy")
     assert "(accuracy 0.000, recall 0.906)" in accuracy[0]
     assert accuracy[1].startswith("test: accuracy 0.000 on 100 questions (95% CI 0.00-0.04)")

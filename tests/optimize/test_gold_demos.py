@@ -212,7 +212,7 @@ def test_teacher_model_option_reaches_the_config_and_the_compile(tiny, tmp_path,
     monkeypatch.setattr(optimize.final, "compile_program", fake_compile)
     examples, store, knowledge, retriever = tiny
     teacher = FakeLM(knowledge)
-    from optimize.compile import run_compile
+    from optimize.compilation import run_compile
 
     run_compile(
         compile_config(tmp_path / "out", trials=1, optimizer="bootstrap-rs"),
@@ -228,7 +228,7 @@ def test_teacher_model_option_reaches_the_config_and_the_compile(tiny, tmp_path,
 def test_a_recall_compile_answers_nothing_on_dev_or_test(tiny, tmp_path):
     examples, store, knowledge, retriever = tiny
     lm = FakeLM(knowledge)
-    from optimize.compile import run_compile
+    from optimize.compilation import run_compile
 
     result = run_compile(
         compile_config(

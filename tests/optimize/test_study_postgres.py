@@ -32,7 +32,7 @@ import optuna
 import pytest
 from optuna.trial import FrozenTrial, TrialState
 
-from optimize.compile import CompileConfig, run_compile
+from optimize.compilation import CompileConfig, run_compile
 from optimize.study import count_active
 
 FIXTURES = Path(__file__).parents[1] / "fixtures"

@@ -7,8 +7,9 @@ import math
 
 import pytest
 
-from frames_dspy.compare import format_text, main
+from frames_dspy.compare import main
 from frames_dspy.results.comparison import CompareConfig, CompareError, compare_runs
+from frames_dspy.results.comparison_text import format_text
 from frames_dspy.results.stats import paired_bootstrap_ci
 
 DATASET = "d" * 64
