@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from frames_dspy import evaluate
 from frames_dspy.base.settings import Option, command_args, options, setting, settings_markdown
+from frames_dspy.commands import evaluate
 from frames_dspy.run.evaluation import EvalConfig
 from frames_dspy.run.settings import ModelDataSettings
 
@@ -79,12 +79,12 @@ def _added_flags(path: Path) -> list[str]:
 
 def test_the_command_lines_declare_no_setting_by_hand():
     # Only options that are not settings (how the command shows progress) are added by hand.
-    for module in ("frames_dspy/evaluate.py", "optimize/compile.py"):
+    for module in ("frames_dspy/commands/evaluate.py", "frames_dspy/commands/compile.py"):
         assert set(_added_flags(REPO / module)) <= {"--quiet"}, module
 
 
 def test_docs_settings_md_is_generated_from_the_declarations():
-    from frames_dspy.settings_doc import settings_doc
+    from frames_dspy.commands.settings_doc import settings_doc
 
     written = (REPO / "docs" / "settings.md").read_text(encoding="utf-8")
     assert written == settings_doc(), "run: python -m frames_dspy.settings_doc > docs/settings.md"

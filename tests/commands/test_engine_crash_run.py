@@ -14,7 +14,7 @@ import json
 import pytest
 from crashing_llama import TRIGGER
 
-from frames_dspy import evaluate
+from frames_dspy.commands import evaluate
 from frames_dspy.lm.engine import llama_engine
 
 QUESTIONS = [

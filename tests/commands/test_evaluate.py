@@ -23,7 +23,7 @@ import dspy
 import pytest
 from dspy.utils.dummies import DummyLM
 
-from frames_dspy import evaluate
+from frames_dspy.commands import evaluate
 from frames_dspy.data.corpus import load_corpus
 from frames_dspy.data.questions import dataset_fingerprint, load_frames
 from frames_dspy.judge import AUTORATER

@@ -21,7 +21,7 @@ import pytest
 from dspy.utils.dummies import DummyLM
 from huggingface_hub import constants
 
-from frames_dspy import evaluate
+from frames_dspy.commands import evaluate
 from frames_dspy.data.corpus import load_corpus
 from frames_dspy.data.download import DownloadError
 from frames_dspy.data.questions import load_frames

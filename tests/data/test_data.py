@@ -11,7 +11,7 @@ import dspy
 import pytest
 
 from frames_dspy.base.paths import data_file
-from frames_dspy.data.__main__ import main
+from frames_dspy.commands.data import main
 from frames_dspy.data.links import normalize_link
 from frames_dspy.data.questions import (
     REASONING_TYPES,

@@ -15,8 +15,8 @@ import sys
 import pytest
 
 from frames_dspy.base.paths import JUDGE_LABELS_ENV
+from frames_dspy.commands.judge import main
 from frames_dspy.judge import Judgement, LabelledItem
-from frames_dspy.judge.__main__ import main
 from frames_dspy.judge.labels import JUDGE_DEV, load_labels, select_split
 from frames_dspy.judge.validate import ValidationReport, cohen_kappa, render, validate
 from tests.lm_fakes import ScriptedLlama, judge_pieces

@@ -20,9 +20,9 @@ from opt_helpers import (
     run_tiny,
 )
 
+from frames_dspy.commands import compile as opt_compile
 from frames_dspy.results.summary import summarize_records
 from frames_dspy.run.evaluation import EvalConfig, run_evaluation
-from optimize import compile as opt_compile
 from optimize.compilation import outcome_lines
 from optimize.config import CompileConfig
 from optimize.scores import ChosenTrial, TestScore

@@ -17,7 +17,7 @@ from opt_helpers import (
 from optuna.distributions import CategoricalDistribution, IntDistribution
 from optuna.trial import TrialState
 
-from frames_dspy import evaluate
+from frames_dspy.commands import evaluate
 from frames_dspy.judge import Autorater
 from frames_dspy.programs import build_program, load_program, save_program
 from optimize.config import CompileConfig, NoCompleteTrials

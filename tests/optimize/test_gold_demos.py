@@ -14,9 +14,9 @@ from opt_helpers import (  # noqa: F401 (autouse fixture)
     run_tiny,
 )
 
+from frames_dspy.commands.compile import build_parser
 from frames_dspy.judge import Autorater
 from frames_dspy.programs import build_program
-from optimize.compile import build_parser
 from optimize.config import CompileConfig
 from optimize.gold_demos import gold_query_demos, with_gold_demos
 from optimize.optimizers import OptimizerSettings, QueriesFoundMore, compile_program

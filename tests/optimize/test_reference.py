@@ -13,7 +13,7 @@ from opt_helpers import (
     run_tiny,
 )
 
-from frames_dspy import evaluate
+from frames_dspy.commands import evaluate
 from frames_dspy.programs import ProgramSpec
 from frames_dspy.results.records import read_records
 from optimize.reference import reference_for, reference_line, reference_spec

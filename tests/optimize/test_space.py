@@ -8,9 +8,9 @@ import re
 import optuna
 import pytest
 
+from frames_dspy.commands import compile as opt_compile
+from frames_dspy.commands.compile import build_parser
 from frames_dspy.programs import ProgramSpec
-from optimize import compile as opt_compile
-from optimize.compile import build_parser
 from optimize.config import CompileConfig
 from optimize.space import SearchSpace, searches_by_lm, trial_label, trial_spec
 

@@ -11,7 +11,9 @@ from __future__ import annotations
 
 import argparse
 import importlib
+import importlib.util
 import re
+import runpy
 import shlex
 import sys
 from pathlib import Path
@@ -19,7 +21,7 @@ from pathlib import Path
 import pytest
 
 from frames_dspy.judge.rules import PIPELINE
-from frames_dspy.judge.rules_doc import rules_markdown
+from frames_dspy.judge.rules_page import rules_markdown
 from optimize.config import CompileConfig
 
 REPO = Path(__file__).resolve().parents[2]
@@ -142,9 +144,6 @@ def test_the_getting_started_page_has_three_recipes_each_with_a_command():
 )
 def test_a_recipe_command_parses_with_its_real_argument_parser(words, monkeypatch, capsys):
     name, args = _module(words)
-    module = importlib.import_module(name)
-    if not hasattr(module, "main"):  # a package run with -m: its __main__ has the parser
-        module = importlib.import_module(f"{name}.__main__")
     original = argparse.ArgumentParser.parse_args
 
     def parse_then_stop(self, args=None, namespace=None):
@@ -152,14 +151,20 @@ def test_a_recipe_command_parses_with_its_real_argument_parser(words, monkeypatc
 
     monkeypatch.setattr(argparse.ArgumentParser, "parse_args", parse_then_stop)
     monkeypatch.setattr(sys, "argv", [name, *args])
-    try:
-        module.main()
+    spec = importlib.util.find_spec(name)
+    path = (
+        Path(spec.submodule_search_locations[0], "__main__.py")  # a package run with -m
+        if spec.submodule_search_locations
+        else Path(spec.origin)
+    )
+    try:  # the file as `python -m` runs it (a command's shim, a benchmark, a test server)
+        runpy.run_path(str(path), run_name="__main__")
     except _Parsed as parsed:
         namespace = parsed.namespace
     except SystemExit as exit_:
         pytest.fail(f"{' '.join(words)}\nexits {exit_.code}: {capsys.readouterr().err}")
     else:
-        pytest.fail(f"{name}.main() returned without parsing its arguments")
+        pytest.fail(f"{name} ran without parsing its arguments")
     if name == "optimize.compile":  # the checks compile makes before any work
         values = {k: v for k, v in vars(namespace).items() if k not in ("quiet", "verbose")}
         CompileConfig(**values).validate()

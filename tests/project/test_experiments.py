@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from frames_dspy import evaluate
-from optimize import compile as opt_compile
+from frames_dspy.commands import compile as opt_compile
+from frames_dspy.commands import evaluate
 from optimize.config import CompileConfig
 
 REPO = Path(__file__).resolve().parents[2]

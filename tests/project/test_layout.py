@@ -1,5 +1,5 @@
 """The layout docs/architecture.md describes holds: small modules and functions, packages in
-layers, no cycles, CLIs at the top.
+layers, no cycles, the command lines on the top floor.
 
 These read the source with ``ast`` (imports inside functions count too), so a change that
 grows a module or a function past its limit, imports a package above its own or closes an
@@ -12,23 +12,12 @@ import ast
 import re
 from pathlib import Path
 
+from frames_dspy.commands import COMMANDS
+
 REPO = Path(__file__).resolve().parents[2]
 PACKAGES = ("frames_dspy", "optimize")
 MAX_LINES = 600
 MAX_FUNCTION_LINES = 80
-
-#: The command-line modules: thin shells on top, nothing below imports them.
-CLI_MODULES = {
-    "frames_dspy.cli",
-    "frames_dspy.evaluate",
-    "frames_dspy.compare",
-    "frames_dspy.report",
-    "frames_dspy.wikipedia",
-    "frames_dspy.data.__main__",
-    "frames_dspy.judge.__main__",
-    "frames_dspy.settings_doc",
-    "optimize.compile",
-}
 
 #: The packages bottom to top: a module imports its own layer or the ones below, never above.
 LAYERS = (
@@ -41,7 +30,47 @@ LAYERS = (
     "frames_dspy.results",  # records, run folders and every figure drawn from them
     "frames_dspy.run",  # settings, session, the question loop, the evaluation
     "optimize",  # the Optuna study over programs
+    "frames_dspy.commands",  # the command lines: argparse, what they print, exit statuses
 )
+
+
+def shim_command(source: str) -> str | None:
+    """The command a shim runs, or None if ``source`` is not a shim.
+
+    A shim is a command under its documented name (``python -m frames_dspy.evaluate`` runs
+    ``frames_dspy.commands.evaluate``): its whole body, docstring aside, is
+    ``from frames_dspy.commands import run`` and ``if __name__ == "__main__": run("NAME")``.
+    It sits where its name puts it but belongs to the top floor.
+    """
+    body = ast.parse(source).body
+    match body:
+        case [ast.Expr(value=ast.Constant(value=str())), *rest]:
+            body = rest
+    match body:
+        case [
+            ast.ImportFrom(
+                module="frames_dspy.commands", names=[ast.alias(name="run", asname=None)], level=0
+            ),
+            ast.If(
+                test=ast.Compare(
+                    left=ast.Name(id="__name__"),
+                    ops=[ast.Eq()],
+                    comparators=[ast.Constant(value="__main__")],
+                ),
+                body=[
+                    ast.Expr(
+                        value=ast.Call(
+                            func=ast.Name(id="run"),
+                            args=[ast.Constant(value=str(name))],
+                            keywords=[],
+                        )
+                    )
+                ],
+                orelse=[],
+            ),
+        ]:
+            return name
+    return None
 
 
 def _modules() -> dict[str, Path]:
@@ -123,24 +152,57 @@ def test_the_cycle_finder_finds_a_planted_cycle():
     assert _cycle({"a": {"b"}, "b": set()}) is None
 
 
-def test_nothing_below_a_cli_imports_it():
-    # The command-line modules sit at the top: libraries and other entry points import the
-    # evaluation library (frames_dspy.run.evaluation), never the evaluate CLI.
-    graph = _graph()
-    importers = sorted(n for n, targets in graph.items() if "frames_dspy.evaluate" in targets)
-    assert importers == []
-    assert not [n for n, t in graph.items() if "optimize.compile" in t]
-    assert not [n for n, t in graph.items() if any(x.endswith(".__main__") for x in t)]
+def _shims() -> dict[str, str]:
+    """Every shim of the packages, by module name, and the command it runs."""
+    found = {}
+    for name, path in _modules().items():
+        if (command := shim_command(path.read_text(encoding="utf-8"))) is not None:
+            found[name] = command
+    return found
 
 
-def test_argparse_lives_only_in_command_line_modules():
-    allowed = CLI_MODULES
+def test_the_shim_rule_tells_a_shim_from_a_module():
+    shim = 'from frames_dspy.commands import run\n\nif __name__ == "__main__":\n    run("data")\n'
+    assert shim_command(shim) == "data"
+    assert shim_command('"""A docstring."""\n\n' + shim) == "data"
+    assert shim_command(shim + "print('more')\n") is None  # more than the call
+    assert shim_command(shim.replace('run("data")', "run(name)")) is None  # names no command
+    calls_main = (
+        "from frames_dspy.commands.data import main\n\nif __name__ == '__main__':\n    main()\n"
+    )
+    assert shim_command(calls_main) is None  # not through run: another way to exit
+    assert shim_command("import sys\n") is None
+
+
+def test_every_shim_runs_a_command_and_every_command_has_its_module():
+    shims = _shims()
+    assert "frames_dspy.evaluate" in shims and "optimize.compile" in shims, shims
+    assert set(shims.values()) <= set(COMMANDS), shims
+    for name, command in COMMANDS.items():
+        assert (REPO / "frames_dspy" / "commands" / f"{command.module}.py").is_file(), name
+
+
+def test_command_lines_live_on_the_top_floor():
+    # A module run as a program is a shim; argparse is used by the command modules alone.
+    runnable = {
+        name
+        for name, path in _modules().items()
+        if re.search(r"^if __name__ == .__main__.:", path.read_text(), re.MULTILINE)
+    }
+    assert runnable == set(_shims()), sorted(runnable ^ set(_shims()))
     users = {
         name
         for name, path in _modules().items()
         if re.search(r"^\s*(import argparse|from argparse)", path.read_text(), re.MULTILINE)
     }
-    assert users <= allowed, sorted(users - allowed)
+    assert users and all(name.startswith("frames_dspy.commands.") for name in users), sorted(users)
+
+
+def test_nothing_imports_a_shim():
+    # A shim is an entry point only: code imports the command module (or the library) instead.
+    shims = set(_shims())
+    importers = sorted(f"{n} -> {t}" for n, targets in _graph().items() for t in targets & shims)
+    assert importers == [], importers
 
 
 def _functions() -> dict[str, int]:
@@ -168,27 +230,31 @@ def test_no_function_is_over_the_line_limit():
     assert not long, f"functions over {MAX_FUNCTION_LINES} lines: {long}"
 
 
-def _layer(module: str) -> int:
-    if module in CLI_MODULES:
-        return len(LAYERS)
+def _layer(module: str, shims: frozenset[str] = frozenset()) -> int:
+    if module in shims:
+        return LAYERS.index("frames_dspy.commands")
     for index, package in enumerate(LAYERS):
         if module == package or module.startswith(package + "."):
             return index
     if module == "frames_dspy":
         return 0
-    raise AssertionError(f"{module} is in no layer: add its package to LAYERS or CLI_MODULES")
+    raise AssertionError(f"{module} is in no layer: add its package to LAYERS")
 
 
 def test_no_package_imports_one_above_it():
+    shims = frozenset(_shims())
     upward = sorted(
         f"{name} -> {target}"
         for name, targets in _graph().items()
         for target in targets
-        if _layer(target) > _layer(name)
+        if _layer(target, shims) > _layer(name, shims)
     )
     assert upward == [], upward
 
 
 def test_the_layer_check_finds_a_planted_upward_import():
+    shims = frozenset(_shims())
     assert _layer("frames_dspy.data.corpus") < _layer("frames_dspy.run.session")
-    assert _layer("frames_dspy.evaluate") > _layer("optimize.final")
+    assert _layer("frames_dspy.commands.evaluate") > _layer("optimize.final")
+    assert _layer("frames_dspy.data.__main__", shims) == _layer("frames_dspy.commands.data")
+    assert _layer("frames_dspy.data.__main__") < _layer("frames_dspy.run.session")  # not a shim

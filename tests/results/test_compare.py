@@ -7,7 +7,7 @@ import math
 
 import pytest
 
-from frames_dspy.compare import main
+from frames_dspy.commands.compare import main
 from frames_dspy.results.comparison import CompareConfig, CompareError, compare_runs
 from frames_dspy.results.comparison_text import format_text
 from frames_dspy.results.stats import paired_bootstrap_ci

@@ -22,8 +22,8 @@ from selenium.webdriver.common.by import By
 from selenium.webdriver.support.ui import Select
 
 from benchmarks.report_html import BrowserMissing, chromium, measure, open_page, synthetic_run
+from frames_dspy.commands.report import main
 from frames_dspy.judge.autorater import is_rule_method
-from frames_dspy.report import main
 from frames_dspy.results.comparison import CompareConfig, compare_runs
 from tests.needs import missing
 from tests.results.test_report_html import FLIPS, data, make_run  # noqa: F401 (data: a fixture)

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from frames_dspy.report import main
+from frames_dspy.commands.report import main
 from frames_dspy.results.comparison import CompareConfig, compare_runs
 from frames_dspy.results.html_report import (
     gold_rounds,

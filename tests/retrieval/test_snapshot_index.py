@@ -20,7 +20,7 @@ import pyarrow.parquet as pq
 import pytest
 from dspy.utils.dummies import DummyLM
 
-from frames_dspy import evaluate
+from frames_dspy.commands import evaluate
 from frames_dspy.data.corpus import CorpusError
 from frames_dspy.data.snapshot import Position, is_snapshot, parse_snapshot, stream_batches
 from frames_dspy.retrieval.bm25 import build_retriever
@@ -394,7 +394,7 @@ def test_waiting_builders_share_one_build(tmp_path, snapshot_file):
 def test_the_data_command_reports_a_snapshots_coverage(
     tmp_path, snapshot_file, capsys, monkeypatch
 ):
-    from frames_dspy.data import __main__ as data
+    from frames_dspy.commands import data
 
     monkeypatch.setenv("FRAMES_DSPY_CACHE", str(tmp_path / "cache"))
     code = data.main(

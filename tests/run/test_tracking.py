@@ -14,7 +14,7 @@ import mlflow
 import pytest
 from opt_helpers import quiet_optuna, run_tiny  # noqa: F401 (quiet_optuna: an autouse fixture)
 
-from frames_dspy import evaluate
+from frames_dspy.commands import evaluate
 from frames_dspy.run.evaluation import run_evaluation
 from frames_dspy.run.tracking import TrackingUnavailable, check_tracking, store_uri
 from tests.commands.test_evaluate import LEITH, config_for, judge, program_lm

@@ -1,8 +1,9 @@
-"""frames_dspy.cli: argument types whose errors name the flag, and the shared option groups.
+"""frames_dspy.commands.common: argument types whose errors name the flag, and the shared
+option groups.
 
 Both command lines (``frames_dspy.evaluate`` and ``optimize.compile``) add the model and data
 options from their declarations (:class:`~frames_dspy.run.settings.ModelDataSettings`), and
-``judge validate`` the judge's, through :func:`frames_dspy.cli.add_settings`.
+``judge validate`` the judge's, through :func:`frames_dspy.commands.common.add_settings`.
 """
 
 from __future__ import annotations
@@ -12,11 +13,11 @@ from pathlib import Path
 
 import pytest
 
-from frames_dspy import evaluate
-from frames_dspy.cli import add_settings, choice_list, positive_int
-from frames_dspy.judge import __main__ as judge_main
+from frames_dspy.commands import compile as opt_compile
+from frames_dspy.commands import evaluate
+from frames_dspy.commands import judge as judge_main
+from frames_dspy.commands.common import add_settings, choice_list, positive_int
 from frames_dspy.run.settings import ModelDataSettings
-from optimize import compile as opt_compile
 
 
 def shared_parser() -> argparse.ArgumentParser:
@@ -204,17 +205,9 @@ def test_the_flags_several_commands_share_are_declared_once():
         "--cache",
         "--threads",
     )
-    repo = Path(__file__).resolve().parents[2]
-    shells = [
-        "frames_dspy/compare.py",
-        "frames_dspy/report.py",
-        "frames_dspy/judge/__main__.py",
-        "frames_dspy/evaluate.py",
-        "frames_dspy/wikipedia.py",
-        "frames_dspy/data/__main__.py",
-        "optimize/compile.py",
-    ]
+    shells = sorted((Path(__file__).resolve().parents[2] / "frames_dspy" / "commands").glob("*.py"))
+    assert len(shells) >= 9, shells
     for shell in shells:
-        text = (repo / shell).read_text(encoding="utf-8")
+        text = shell.read_text(encoding="utf-8")
         retyped = [flag for flag in shared if f'"{flag}",' in text or f'"{flag}")' in text]
         assert retyped == [], f"{shell} declares {retyped} itself"
