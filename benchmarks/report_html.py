@@ -34,8 +34,8 @@ from frames_dspy.data.questions import dataset_fingerprint, load_frames
 from frames_dspy.programs import CONDITIONS
 from frames_dspy.results.html_report import write_html_report
 from frames_dspy.results.records import SCHEMA_VERSION, QuestionRecord
-from frames_dspy.results.report import write_reports
 from frames_dspy.results.run_folder import RunFolder, environment_record
+from frames_dspy.results.tables import write_reports
 from frames_dspy.run.evaluation import EvalConfig
 
 HOW_TO_GET_CHROMIUM = (

@@ -47,7 +47,6 @@ from optimize.config import (
     CompileResult,
     NoCompleteTrials,
 )
-from optimize.cost import CostEstimate, estimate_cost
 from optimize.final import CompileRun, final_stage, trial_line
 from optimize.pareto import RETRIEVAL_OBJECTIVES, complete_trials
 from optimize.storage import make_sampler, open_study, redact
@@ -57,6 +56,7 @@ from optimize.study import (
     count_active,
     reap_dead_local_trials,
 )
+from optimize.study_cost import CostEstimate, estimate_cost
 
 logger = logging.getLogger(__name__)
 

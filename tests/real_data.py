@@ -7,7 +7,7 @@ cache (``<cache>/corpus``); else that first run's fetch, now, when the hub and W
 reached (about 8.5 minutes, once). The lookups are the product's own: the hub download of
 :func:`~frames_dspy.data.questions.load_frames`, and
 :func:`~frames_dspy.run.session.article_source` with its
-:func:`~frames_dspy.data.wikipedia.default_corpus`.
+:func:`~frames_dspy.data.mediawiki.default_corpus`.
 When none of them gives the data, :class:`DataUnavailable` says so in one line and the tests
 skip with it (fail under ``CI=true``, see :mod:`tests.needs`).
 
@@ -35,8 +35,8 @@ import dspy
 from frames_dspy.base.paths import CACHE_DIR_ENV, DATA_DIR_ENV, HUB_DATASET, data_dir
 from frames_dspy.data.corpus import ArticleStore
 from frames_dspy.data.download import DownloadError
+from frames_dspy.data.mediawiki import corpus_manifest
 from frames_dspy.data.questions import _download_hub_file, load_frames
-from frames_dspy.data.wikipedia import corpus_manifest
 from frames_dspy.run.session import article_source, load_store
 from frames_dspy.run.settings import ModelDataSettings
 

@@ -4,7 +4,7 @@
 ``frames_wiki/pages.jsonl.gz`` (with ``frames_link_to_page.tsv``) and
 ``distractor_wiki_summaries/summaries_en-us.json``. Users without internet set it; CI sets it to
 its offline copy. Without it the questions come from the Hugging Face hub (kept in its cache)
-and the corpus is fetched from Wikipedia once (see :mod:`frames_dspy.data.wikipedia`); only a
+and the corpus is fetched from Wikipedia once (see :mod:`frames_dspy.data.mediawiki`); only a
 local copy has the distractor summaries. ``FRAMES_DSPY_CACHE`` moves the cache (the fetched
 corpus under ``corpus/``, BM25 indexes); ``FRAMES_DSPY_MODEL_DIR`` (see ``frames_dspy.lm``) moves
 the assembled model files. ``FRAMES_JUDGE_LABELS`` names another JSONL of hand-labelled

@@ -4,7 +4,8 @@ A setting is a field of a config dataclass declared with :func:`setting`; the de
 carries the command-line option (flag, value kind, help, group) and the entry points whose
 command lines offer it (``evaluate``, ``compile``, ``validate``). From it come:
 
-- the argparse options (``frames_dspy.cli.add_settings``, the only code that builds them),
+- the argparse options (``frames_dspy.commands.common.add_settings``, the only code that
+  builds them),
 - ``config.json`` (:func:`settings_record`: every field, as it is),
 - the command that re-runs a configuration (:func:`command_args`: the flags whose values
   differ from the entry point's defaults),
@@ -12,7 +13,7 @@ command lines offer it (``evaluate``, ``compile``, ``validate``). From it come:
 
 Adding a setting is one :func:`setting` field in the config class plus the code that uses
 it. No argparse here: value kinds are named (``positive_int``, ...) and
-``frames_dspy.cli`` turns them into argparse types.
+``frames_dspy.commands.common`` turns them into argparse types.
 """
 
 from __future__ import annotations
@@ -45,7 +46,7 @@ ENTRY_POINTS = {
     "wikipedia": "python -m frames_dspy.wikipedia fetch",
 }
 
-#: Value kinds an option may have (frames_dspy.cli maps each to an argparse type).
+#: Value kinds an option may have (frames_dspy.commands.common maps each to an argparse type).
 KINDS = (
     "str",
     "int",

@@ -30,7 +30,7 @@ from frames_dspy.data.download import DownloadError
 from frames_dspy.data.questions import DatasetError
 from frames_dspy.lm import LMSetupError
 from frames_dspy.programs import CONDITIONS, MORE_CONDITIONS
-from frames_dspy.results import report
+from frames_dspy.results import tables
 from frames_dspy.results.run_folder import WRITE_ERRNOS, FolderWriteError, write_error
 from frames_dspy.run.evaluation import EvalConfig, run_evaluation
 from frames_dspy.run.runner import RunAborted
@@ -131,11 +131,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     print()
     measured = not config.retrieval_only
     print(
-        report.table3_markdown(
+        tables.table3_markdown(
             summary.rows, model=config.model, notes=summary.notes, accuracy_measured=measured
         )
     )
-    search = report.search_markdown(summary.rows, accuracy_measured=measured)
+    search = tables.search_markdown(summary.rows, accuracy_measured=measured)
     if search:
         print(search)
     print(f"run folder: {config.out}")

@@ -1,6 +1,6 @@
 """``python -m frames_dspy.wikipedia fetch``: the article corpus from live Wikipedia.
 
-The command line over :mod:`frames_dspy.data.wikipedia`, which does the fetching.
+The command line over :mod:`frames_dspy.data.mediawiki`, which does the fetching.
 """
 
 from __future__ import annotations
@@ -14,8 +14,8 @@ from frames_dspy.base.locks import FolderInUse
 from frames_dspy.base.redaction import redact_text
 from frames_dspy.commands.common import add_output_arguments, add_settings
 from frames_dspy.data.download import DownloadError
+from frames_dspy.data.mediawiki import DEFAULT_DELAY, fetch_corpus
 from frames_dspy.data.questions import DatasetError, load_frames
-from frames_dspy.data.wikipedia import DEFAULT_DELAY, fetch_corpus
 from frames_dspy.run.settings import ModelDataSettings
 
 

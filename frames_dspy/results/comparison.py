@@ -12,7 +12,7 @@ bootstrap 95% interval, an exact McNemar test on the questions that flipped, gol
 recall (after the last round and after round 1) the same paired way, tokens per question,
 error counts, and how each side searched (the near-repeat share of its LM's queries; an
 agent's steps and articles read, None for a side without a trajectory). Functions return
-dataclasses; :mod:`frames_dspy.compare` prints them.
+dataclasses; :mod:`frames_dspy.commands.compare` prints them.
 """
 
 from __future__ import annotations

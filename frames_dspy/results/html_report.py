@@ -3,8 +3,8 @@
 The page opens from disk with no server and no network: its CSS and script are inlined, the
 plots are PNG data URIs and the records are one JSON blob the script renders a page of rows at
 a time, so 824 questions x 6 conditions stay fast. It shows the run's header (models, judge,
-cache, settings, data hashes), the Table-3 cells of :func:`frames_dspy.results.report.table3_cells`
-and the search cells of :func:`~frames_dspy.results.report.search_cells`, the plots, and one
+cache, settings, data hashes), the Table-3 cells of :func:`frames_dspy.results.tables.table3_cells`
+and the search cells of :func:`~frames_dspy.results.tables.search_cells`, the plots, and one
 row per question x condition (an agent's row with its trajectory, step by step) with filters
 and a link anchor per row
 (``#row=<condition>/<id>``, or ``#row=B:<condition>/<id>`` for a second run). Given a second
@@ -28,13 +28,13 @@ from frames_dspy.judge.autorater import JUDGE_METHODS, is_rule_method
 from frames_dspy.programs.trajectory import MALFORMED
 from frames_dspy.results.comparison import CompareConfig, compare_runs, comparison_dict, load_run
 from frames_dspy.results.records import QuestionRecord
-from frames_dspy.results.report import (
+from frames_dspy.results.summary import summarize
+from frames_dspy.results.tables import (
     CONDITION_ORDER,
     SEARCH_NOTE,
     search_cells,
     table3_cells,
 )
-from frames_dspy.results.summary import summarize
 
 logger = logging.getLogger(__name__)
 

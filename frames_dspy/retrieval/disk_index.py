@@ -1,7 +1,7 @@
 """An on-disk BM25 index of a Wikipedia snapshot: built once, streamed, resumable.
 
 The engine is tantivy (a Rust search library with on-disk segments and block-max WAND), chosen
-by measurement against bm25s in memory and memory-mapped (``python -m benchmarks.wikipedia``;
+by measurement against bm25s in memory and memory-mapped (``python -m benchmarks.wikipedia_scale``;
 the table is in the docs). It is fed the project's own tokens (:func:`retrieval.tokenize`: the
 same lower-casing, stop words and Snowball stems as the FRAMES corpus's bm25s index) through a
 whitespace tokenizer, so only the scoring differs: tantivy's BM25 is Lucene's with k1 = 1.2,

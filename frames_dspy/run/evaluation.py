@@ -40,7 +40,7 @@ from frames_dspy.programs import (
     load_program,
     without_lm,
 )
-from frames_dspy.results import report
+from frames_dspy.results import tables
 from frames_dspy.results.html_report import write_html_report
 from frames_dspy.results.records import SCHEMA_VERSION, QuestionRecord
 from frames_dspy.results.run_folder import RunFolder, RunSummary, check_out, setting_differences
@@ -226,7 +226,7 @@ def _write_reports(
     out: Path, settings: EvalConfig, notes: list[str]
 ) -> dict[str, ConditionSummary]:
     """summary.json, table.md, the plots, and report.html once a question has finished."""
-    rows = report.write_reports(
+    rows = tables.write_reports(
         out, model=settings.model, notes=notes, accuracy_measured=not settings.retrieval_only
     )
     if rows:

@@ -23,9 +23,9 @@ import dspy
 from frames_dspy.base.paths import data_file
 from frames_dspy.data.corpus import ArticleStore, CorpusError, default_aliases, load_corpus
 from frames_dspy.data.disk_store import DiskArticleStore
+from frames_dspy.data.mediawiki import corpus_manifest, default_corpus
 from frames_dspy.data.questions import dataset_fingerprint
 from frames_dspy.data.snapshot import is_snapshot, parse_snapshot
-from frames_dspy.data.wikipedia import corpus_manifest, default_corpus
 from frames_dspy.judge.autorater import Autorater
 from frames_dspy.lm import ModelSpec, context_window, make_lm, parse_spec
 from frames_dspy.lm.cache import use_cache
@@ -65,7 +65,7 @@ def article_source(
     Only the default corpus (under ``FRAMES_DATA_DIR``) gets the default distractors; a
     user's own corpus is left as it is unless ``distractors`` names a file. With neither, and
     the whole dataset given as ``examples``, the articles of all its links are fetched from
-    Wikipedia once into the user cache (:func:`frames_dspy.data.wikipedia.default_corpus`;
+    Wikipedia once into the user cache (:func:`frames_dspy.data.mediawiki.default_corpus`;
     ``say`` gets its notes, ``progress`` shows its bar) and used from there on.
 
     Raises:

@@ -28,7 +28,7 @@ from frames_dspy.data.corpus import load_corpus
 from frames_dspy.data.questions import dataset_fingerprint, load_frames
 from frames_dspy.judge import AUTORATER
 from frames_dspy.programs import CONDITIONS, Naive, save_program
-from frames_dspy.results import report
+from frames_dspy.results import tables
 from frames_dspy.run.evaluation import EvalConfig, run_evaluation
 
 FIXTURES = Path(__file__).parents[1] / "fixtures"
@@ -214,7 +214,7 @@ def test_a_run_scored_by_the_old_autorater_is_not_resumed(data, tmp_path):
             progress=False,
         )
     # Its records still read and summarise.
-    assert report.summarize(report.load_records(out))["naive"].n == 1
+    assert tables.summarize(tables.load_records(out))["naive"].n == 1
 
 
 def test_resume_with_only_some_of_the_conditions(data, tmp_path):

@@ -24,8 +24,8 @@ from huggingface_hub import constants
 from frames_dspy.commands import evaluate
 from frames_dspy.data.corpus import load_corpus
 from frames_dspy.data.download import DownloadError
+from frames_dspy.data.mediawiki import cached_files, default_corpus_folder
 from frames_dspy.data.questions import load_frames
-from frames_dspy.data.wikipedia import cached_files, default_corpus_folder
 from frames_dspy.run.session import open_articles, open_session
 from frames_dspy.run.settings import ModelDataSettings
 from tests.mediawiki_server import MediaWiki, serve_corpus

@@ -16,6 +16,11 @@ from frames_dspy.commands import COMMANDS
 
 REPO = Path(__file__).resolve().parents[2]
 PACKAGES = ("frames_dspy", "optimize")
+
+#: Module names two modules may share: a package's ``__init__``; ``settings``, one idea on two
+#: floors (how a setting is declared, base/settings.py; the run's settings so declared,
+#: run/settings.py).
+SHARED_NAMES = frozenset({"__init__", "settings"})
 MAX_LINES = 600
 MAX_FUNCTION_LINES = 80
 
@@ -196,6 +201,19 @@ def test_command_lines_live_on_the_top_floor():
         if re.search(r"^\s*(import argparse|from argparse)", path.read_text(), re.MULTILINE)
     }
     assert users and all(name.startswith("frames_dspy.commands.") for name in users), sorted(users)
+
+
+def test_no_module_name_is_used_for_two_things():
+    # One name, one thing: a reader who meets report.py knows which one is meant. A shim is
+    # its command under the documented name, not a second thing.
+    shims = {_modules()[name] for name in _shims()}
+    paths: dict[str, list[str]] = {}
+    for top in (*PACKAGES, "benchmarks"):
+        for path in sorted((REPO / top).rglob("*.py")):
+            if path not in shims:
+                paths.setdefault(path.stem, []).append(str(path.relative_to(REPO)))
+    twice = {name: found for name, found in paths.items() if len(found) > 1}
+    assert set(twice) <= SHARED_NAMES, {n: f for n, f in twice.items() if n not in SHARED_NAMES}
 
 
 def test_nothing_imports_a_shim():

@@ -178,7 +178,7 @@ _RECORD_MODULES = (
     "frames_dspy.results.run_folder",
     "frames_dspy.results.summary",
     "frames_dspy.run.runner",
-    "frames_dspy.results.report",
+    "frames_dspy.results.tables",
     "frames_dspy.results.comparison",
     "optimize.study",
 )

@@ -112,7 +112,7 @@ NOT_SUMMARIES = {
 #: Modules whose import means a module may hold summary rows.
 _SUMMARY_MODULES = (
     "frames_dspy.results.summary",
-    "frames_dspy.results.report",
+    "frames_dspy.results.tables",
     "frames_dspy.results.run_folder",
     "frames_dspy.results.html_report",
     "frames_dspy.run.evaluation",

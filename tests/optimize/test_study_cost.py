@@ -1,13 +1,13 @@
-"""optimize.cost: the estimate printed before any LM call follows the program's shape."""
+"""optimize.study_cost: the estimate printed before any LM call follows the program's shape."""
 
 from __future__ import annotations
 
 import pytest
 
 from frames_dspy.run.cost import agent_cost
-from optimize.cost import estimate_cost, question_cost
 from optimize.optimizers import OptimizerSettings
 from optimize.space import SearchSpace
+from optimize.study_cost import estimate_cost, question_cost
 
 
 def test_cost_estimate_follows_the_program_shape():

@@ -1,6 +1,6 @@
 """Wikipedia-scale retrieval: the on-disk tantivy index against bm25s, at growing corpus sizes.
 
-Run ``python -m benchmarks.wikipedia --corpora DIR [DIR ...]`` on snapshots made by
+Run ``python -m benchmarks.wikipedia_scale --corpora DIR [DIR ...]`` on snapshots made by
 ``python -m benchmarks.synthetic_wikipedia`` (FRAMES articles planted among generated ones), with
 ``FRAMES_DATA_DIR`` pointing at the offline data. For each corpus and engine it measures, each in
 a fresh process so memory is that work's own:
@@ -144,7 +144,7 @@ def _measure(engine: str, phase: str, corpus: Path, index_dir: Path, limit: int 
     command = [
         sys.executable,
         "-m",
-        "benchmarks.wikipedia",
+        "benchmarks.wikipedia_scale",
         "--child",
         engine,
         phase,

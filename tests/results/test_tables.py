@@ -1,4 +1,4 @@
-"""Tests for frames_dspy.results.report on hand-made prediction records."""
+"""Tests for frames_dspy.results.tables on hand-made prediction records."""
 
 from __future__ import annotations
 
@@ -8,9 +8,10 @@ import math
 import pytest
 
 from frames_dspy.programs.trajectory import AgentStep
-from frames_dspy.results import report
+from frames_dspy.results import tables
 from frames_dspy.results.records import QuestionRecord, read_records, record_fields
-from frames_dspy.results.report import (
+from frames_dspy.results.summary import summary_to_json
+from frames_dspy.results.tables import (
     PAPER_ACCURACY,
     accuracy_by_article_count,
     accuracy_by_reasoning_type,
@@ -20,7 +21,6 @@ from frames_dspy.results.report import (
     wilson_interval,
     write_reports,
 )
-from frames_dspy.results.summary import summary_to_json
 
 
 def record(condition, qid, correct, **extra):
@@ -308,7 +308,7 @@ def test_a_failed_report_write_leaves_the_previous_files(tmp_path, records, monk
     def full(*args, **kwargs):
         raise OSError(28, "No space left on device")
 
-    monkeypatch.setattr(report, "plot_recall_by_round", full)
+    monkeypatch.setattr(tables, "plot_recall_by_round", full)
     with pytest.raises(OSError) as info:
         write_reports(tmp_path, notes=["second"])
     assert info.value.filename == str(tmp_path / "recall_by_round.png")
@@ -326,16 +326,16 @@ def test_write_reports_on_an_empty_run(tmp_path):
 def test_condition_order_follows_the_paper():
     summary = summarize([record(c, 1, True) for c in ["program", "oracle", "naive"]])
     assert list(summary) == ["naive", "oracle", "program"]
-    assert report.CONDITION_ORDER[0] == "naive"
+    assert tables.CONDITION_ORDER[0] == "naive"
 
 
 def test_failure_table_counts_each_outcome_per_type_and_condition(records):
-    table = report.failure_table(records)
+    table = tables.failure_table(records)
     oracle = table.xs("oracle", level="condition").sum()
     assert oracle["answers"] == 3
     assert (oracle["correct"], oracle["judge error"], oracle["reasoning miss"]) == (1, 1, 1)
     assert (table["answers"] == table.drop(columns="answers").sum(axis=1)).all()
-    assert report.failure_table([]).empty
+    assert tables.failure_table([]).empty
 
 
 def test_failure_examples_name_the_gold_articles_never_in_context():
@@ -343,13 +343,13 @@ def test_failure_examples_name_the_gold_articles_never_in_context():
         record("bm25-2", 1, False, gold_ids=["a", "b"], context_ids=[["a", "x"]], recall=[0.5],
                question="q", gold_answer="g", answer="wrong", judge_explanation="no"),
     ]  # fmt: skip
-    examples = report.failure_examples(rows)
+    examples = tables.failure_examples(rows)
     assert examples.loc[:, "missing_gold"].tolist() == [["b"]]
     assert examples.iloc[0]["failure"] == "retrieval miss"
 
 
 def test_plot_failures_by_type_writes_a_png(tmp_path, records):
-    report.plot_failures_by_type(records, tmp_path / "failures.png")
+    tables.plot_failures_by_type(records, tmp_path / "failures.png")
     assert (tmp_path / "failures.png").stat().st_size > 1000
 
 
@@ -439,7 +439,7 @@ def test_the_search_table_shows_dashes_not_zeros_where_a_condition_has_no_figure
     search_records,
 ):
     summary = summarize(search_records)
-    text = report.search_markdown(summary)
+    text = tables.search_markdown(summary)
     rows = {line.split(" | ")[0].lstrip("| "): line for line in text.splitlines()[2:4]}
     assert set(rows) == {"multistep-planning", "agent"}  # bm25-2's LM chose no query
     assert rows["agent"] == (
@@ -451,10 +451,10 @@ def test_the_search_table_shows_dashes_not_zeros_where_a_condition_has_no_figure
     )
     assert "near-repeated queries: the share" in text
     # A retrieval-only run ran no answer step: nothing was "used".
-    assert "| 0.50 | 0.50 | — | finish 1" in report.search_markdown(
+    assert "| 0.50 | 0.50 | — | finish 1" in tables.search_markdown(
         summary, accuracy_measured=False
     )
-    assert report.search_markdown(summarize([record("naive", 1, True)])) == ""
+    assert tables.search_markdown(summarize([record("naive", 1, True)])) == ""
 
 
 def test_table_md_carries_the_search_table(tmp_path, search_records):

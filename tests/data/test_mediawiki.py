@@ -22,7 +22,7 @@ import pytest
 
 from frames_dspy.data.corpus import default_aliases, load_articles, load_corpus
 from frames_dspy.data.download import DownloadError
-from frames_dspy.data.wikipedia import (
+from frames_dspy.data.mediawiki import (
     _USER_AGENT,
     build_corpus,
     cached_files,

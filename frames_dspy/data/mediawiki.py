@@ -11,7 +11,7 @@ stopped.
 
 :func:`default_corpus` builds the corpus once into the user cache (``~/.cache/frames-dspy/
 corpus``, moved by ``FRAMES_DSPY_CACHE``) when a command needs one and none is given;
-``python -m frames_dspy.wikipedia fetch --out DIR`` (:mod:`frames_dspy.wikipedia`) builds one
+``python -m frames_dspy.wikipedia fetch --out DIR`` (:func:`fetch_corpus`) builds one
 into a folder of your choice. Either writes ``pages.jsonl.gz`` (what
 :func:`frames_dspy.data.corpus.load_corpus` reads), the link -> article table
 ``frames_link_to_page.tsv`` beside it (redirected links resolve through it), and

@@ -1,9 +1,9 @@
 """The Wikipedia-scale benchmark at 20,000 articles (the million-article run is not for CI).
 
 Generates a synthetic snapshot with the real FRAMES articles planted (local or fetched), then
-runs ``benchmarks.wikipedia`` on it (tantivy, bm25s, bm25s memory-mapped) and the agreement check
-on the FRAMES corpus with its distractor summaries, on the first 100 questions: that benchmark
-reads the local copy in ``FRAMES_DATA_DIR``.
+runs ``benchmarks.wikipedia_scale`` on it (tantivy, bm25s, bm25s memory-mapped) and the agreement
+check on the FRAMES corpus with its distractor summaries, on the first 100 questions: that
+benchmark reads the local copy in ``FRAMES_DATA_DIR``.
 """
 
 from __future__ import annotations
@@ -11,7 +11,7 @@ from __future__ import annotations
 import pyarrow.parquet as pq
 import pytest
 
-from benchmarks import synthetic_wikipedia, wikipedia
+from benchmarks import synthetic_wikipedia, wikipedia_scale
 
 pytestmark = pytest.mark.real
 
@@ -39,7 +39,7 @@ def test_the_generator_plants_every_frames_article(real_data, tmp_path):
 def test_the_benchmark_at_20k_articles(local_data, tmp_path):
     corpus = tmp_path / "wiki-20k"
     synthetic_wikipedia.generate(20_000, corpus, pages_path=local_data.corpus, workers=2)
-    record = wikipedia.run([corpus], bm25s_max=20_000, limit=100, do_agreement=True)
+    record = wikipedia_scale.run([corpus], bm25s_max=20_000, limit=100, do_agreement=True)
     rows = {row["engine"]: row for row in record["rows"]}
     assert set(rows) == {"tantivy", "bm25s", "bm25s-mmap"}
     for row in rows.values():
