@@ -22,6 +22,9 @@ from frames_dspy.results.comparison import (
 )
 from frames_dspy.results.comparison_text import format_text
 
+#: The program name its help and errors show; ``frames-dspy compare`` passes its own.
+PROG = "python -m frames_dspy.compare"
+
 __all__ = ["build_parser", "main"]
 
 
@@ -65,9 +68,9 @@ examples:
   python -m frames_dspy.compare runs/base runs/new --json | jq '.pairs[0].accuracy_ci95'"""
 
 
-def build_parser() -> argparse.ArgumentParser:
+def build_parser(prog: str = PROG) -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
-        prog="python -m frames_dspy.compare",
+        prog=prog,
         formatter_class=argparse.RawDescriptionHelpFormatter,
         description=_DESCRIPTION,
         epilog=_EPILOG,
@@ -79,8 +82,8 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
-def main(argv: Sequence[str] | None = None) -> int:
-    args = build_parser().parse_args(argv)
+def main(argv: Sequence[str] | None = None, *, prog: str = PROG) -> int:
+    args = build_parser(prog).parse_args(argv)
     start_command()
     config = CompareConfig(
         run_a=args.run_a,

@@ -33,6 +33,9 @@ from optimize.compilation import outcome_lines, run_compile
 from optimize.config import COMPILE_EXAMPLES, CompileConfig, NoCompleteTrials
 from optimize.pareto import parse_pick
 
+#: The program name its help and errors show; ``frames-dspy compile`` passes its own.
+PROG = "python -m optimize.compile"
+
 __all__ = ["build_parser", "main"]
 
 
@@ -43,10 +46,10 @@ def _pick(text: str) -> str:
         raise argparse.ArgumentTypeError(str(err)) from None
 
 
-def build_parser() -> argparse.ArgumentParser:
+def build_parser(prog: str = PROG) -> argparse.ArgumentParser:
     defaults = CompileConfig()
     parser = CommandParser(
-        prog="python -m optimize.compile",
+        prog=prog,
         formatter_class=argparse.RawDescriptionHelpFormatter,
         description=(
             "Tune the FRAMES multi-step retrieval program (MultiHop) for quality AND cost.\n\n"
@@ -77,8 +80,8 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
-def main(argv: Sequence[str] | None = None) -> int:
-    parser = build_parser()
+def main(argv: Sequence[str] | None = None, *, prog: str = PROG) -> int:
+    parser = build_parser(prog)
     args = parser.parse_args(argv)
     start_command(verbose=args.verbose)
     optuna.logging.set_verbosity(optuna.logging.WARNING)

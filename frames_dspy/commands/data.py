@@ -15,6 +15,9 @@ from frames_dspy.data.questions import DatasetError, load_frames, summarize
 from frames_dspy.run.session import open_store
 from frames_dspy.run.settings import ModelDataSettings
 
+#: The program name its help and errors show; ``frames-dspy data`` passes its own.
+PROG = "python -m frames_dspy.data"
+
 
 def _print_summary(summary: dict) -> None:
     print(f"rows: {summary['rows']}")
@@ -44,9 +47,9 @@ def _stderr(line: str) -> None:
     print(line, file=sys.stderr)
 
 
-def main(argv: Sequence[str] | None = None) -> int:
+def main(argv: Sequence[str] | None = None, *, prog: str = PROG) -> int:
     parser = argparse.ArgumentParser(
-        prog="python -m frames_dspy.data",
+        prog=prog,
         description="Summarise the FRAMES dataset and, with a corpus, how much of it is covered.",
     )
     add_settings(parser, ModelDataSettings, "data", groups=("data",), section="options")

@@ -35,17 +35,20 @@ from frames_dspy.results.run_folder import WRITE_ERRNOS, FolderWriteError, write
 from frames_dspy.run.evaluation import EvalConfig, run_evaluation
 from frames_dspy.run.runner import RunAborted
 
+#: The program name its help and errors show; ``frames-dspy evaluate`` passes its own.
+PROG = "python -m frames_dspy.evaluate"
+
 __all__ = ["EvalConfig", "run_evaluation", "build_parser", "main"]
 
 
-def build_parser() -> argparse.ArgumentParser:
+def build_parser(prog: str = PROG) -> argparse.ArgumentParser:
     # --conditions defaults to None here: alone, --program runs only the program.
     defaults = EvalConfig(conditions=None)
     conditions = "\n".join(
         f"  {name:<20} {c.summary}" for name, c in (CONDITIONS | MORE_CONDITIONS).items()
     )
     parser = CommandParser(
-        prog="python -m frames_dspy.evaluate",
+        prog=prog,
         formatter_class=argparse.RawDescriptionHelpFormatter,
         description=(
             "Run the FRAMES paper's setups on FRAMES questions and score them with the\n"
@@ -91,8 +94,8 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
-def main(argv: Sequence[str] | None = None) -> int:
-    parser = build_parser()
+def main(argv: Sequence[str] | None = None, *, prog: str = PROG) -> int:
+    parser = build_parser(prog)
     args = parser.parse_args(argv)
     start_command(verbose=args.verbose)
     conditions = list(args.conditions or ()) or (["program"] if args.program else list(CONDITIONS))

@@ -49,10 +49,13 @@ from frames_dspy.lm.cache import use_cache
 from frames_dspy.run.session import make_judge
 from frames_dspy.run.settings import ModelDataSettings
 
+#: The program name its help and errors show; ``frames-dspy judge`` passes its own.
+PROG = "python -m frames_dspy.judge"
 
-def build_parser() -> CommandParser:
+
+def build_parser(prog: str = PROG) -> CommandParser:
     parser = CommandParser(
-        prog="python -m frames_dspy.judge",
+        prog=prog,
         description="Check the autorater against hand-labelled items.",
     )
     commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
@@ -119,8 +122,8 @@ def _settings(args) -> ModelDataSettings:
     )
 
 
-def main(argv: Sequence[str] | None = None) -> int:
-    parser = build_parser()
+def main(argv: Sequence[str] | None = None, *, prog: str = PROG) -> int:
+    parser = build_parser(prog)
     args = parser.parse_args(argv)
     start_command()
     labels = labels_file(args.labels)

@@ -16,12 +16,15 @@ from frames_dspy.commands.common import CommandParser, add_settings
 from frames_dspy.results.comparison import CompareConfig, CompareError
 from frames_dspy.results.html_report import write_html_report
 
+#: The program name its help and errors show; ``frames-dspy report`` passes its own.
+PROG = "python -m frames_dspy.report"
+
 __all__ = ["build_parser", "main"]
 
 
-def build_parser() -> argparse.ArgumentParser:
+def build_parser(prog: str = PROG) -> argparse.ArgumentParser:
     parser = CommandParser(
-        prog="python -m frames_dspy.report",
+        prog=prog,
         description="Write the self-contained HTML report of a run folder (no server, no "
         "network: open it from disk).",
     )
@@ -41,8 +44,8 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
-def main(argv: Sequence[str] | None = None) -> int:
-    args = build_parser().parse_args(argv)
+def main(argv: Sequence[str] | None = None, *, prog: str = PROG) -> int:
+    args = build_parser(prog).parse_args(argv)
     logging.basicConfig(level=logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
     if args.run_b is None and (args.condition or args.condition_b):
         print("error: --condition and --condition-b need RUN_B (a second run)", file=sys.stderr)

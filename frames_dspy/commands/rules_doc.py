@@ -11,10 +11,13 @@ from collections.abc import Sequence
 
 from frames_dspy.judge.rules_page import rules_markdown
 
+#: Its documented name (the page takes no arguments: no help or error shows it).
+PROG = "python -m frames_dspy.judge.rules_doc"
+
 __all__ = ["main"]
 
 
-def main(argv: Sequence[str] | None = None) -> int:
+def main(argv: Sequence[str] | None = None, *, prog: str = PROG) -> int:
     """Print the page (arguments are ignored)."""
     print(rules_markdown(), end="")
     return 0

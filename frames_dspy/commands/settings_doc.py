@@ -16,6 +16,9 @@ from frames_dspy.results.comparison import CompareConfig
 from frames_dspy.run.eval_config import EvalConfig
 from optimize.config import CompileConfig
 
+#: Its documented name (the page takes no arguments: no help or error shows it).
+PROG = "python -m frames_dspy.settings_doc"
+
 __all__ = ["settings_doc", "main"]
 
 
@@ -38,7 +41,7 @@ def settings_doc() -> str:
     return "\n".join(parts)
 
 
-def main(argv: Sequence[str] | None = None) -> int:
+def main(argv: Sequence[str] | None = None, *, prog: str = PROG) -> int:
     """Print the page (arguments are ignored)."""
     print(settings_doc(), end="")
     return 0

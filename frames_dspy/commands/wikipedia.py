@@ -18,11 +18,14 @@ from frames_dspy.data.mediawiki import DEFAULT_DELAY, fetch_corpus
 from frames_dspy.data.questions import DatasetError, load_frames
 from frames_dspy.run.settings import ModelDataSettings
 
+#: The program name its help and errors show; ``frames-dspy wikipedia`` passes its own.
+PROG = "python -m frames_dspy.wikipedia"
 
-def main(argv: list[str] | None = None) -> int:
+
+def main(argv: list[str] | None = None, *, prog: str = PROG) -> int:
     """``python -m frames_dspy.wikipedia fetch``: build a corpus file from live Wikipedia."""
     parser = argparse.ArgumentParser(
-        prog="python -m frames_dspy.wikipedia",
+        prog=prog,
         description="Build the article corpus for FRAMES from Wikipedia (needs internet). "
         "Downloads the plain text of every article the dataset links to through the MediaWiki "
         "API, one cached file per link (an interrupted run resumes), then writes "
