@@ -53,6 +53,7 @@ __all__ = [
     "build_corpus",
     "fetch_corpus",
     "default_corpus",
+    "fetched_aliases",
     "corpus_manifest",
     "cached_files",
 ]
@@ -363,8 +364,9 @@ def write_corpus(
 ) -> int:
     """Collect fetched articles from ``cache_dir`` into one ``.jsonl.gz`` corpus file.
 
-    Also writes ``frames_link_to_page.tsv`` beside it: every link and its article id (empty
-    for a missing page), so a link that redirects resolves to the article it names.
+    Also writes ``frames_link_to_page.tsv`` beside it: every link, its article's id and title
+    (empty for a missing page), so a link that redirects resolves to the article it names, here
+    by id and in a Wikipedia snapshot by title.
 
     Args:
         cache_dir: The folder :func:`fetch_articles` filled.
@@ -381,14 +383,14 @@ def write_corpus(
         else [cache / _cache_name(link) for link in sorted(links)]
     )
     records: dict[str, dict] = {}
-    aliases = ["link_normalized\tpage_id"]
+    aliases = ["link_normalized\tpage_id\tpage_title"]
     for path in paths:
         record = json.loads(path.read_text(encoding="utf-8"))
-        article_id = ""
+        article_id = title = ""
         if not record.get("missing"):
             kept = records.setdefault(record["title"], record)
-            article_id = kept.get("page_id") or slug(kept["title"])
-        aliases.append(f"{record['link']}\t{article_id}")
+            article_id, title = kept.get("page_id") or slug(kept["title"]), kept["title"]
+        aliases.append(f"{record['link']}\t{article_id}\t{title}")
     out = Path(out_path)
     out.parent.mkdir(parents=True, exist_ok=True)
     tmp = out.with_name(out.name + ".tmp")
@@ -485,6 +487,17 @@ def default_corpus_folder(api_url: str | None = None) -> Path:
     if api_url is None:
         return cache_dir("corpus")
     return cache_dir("corpus", "api-" + hashlib.sha1(api_url.encode()).hexdigest()[:10])
+
+
+def fetched_aliases(api_url: str | None = None) -> Path | None:
+    """The link table of the articles a first run fetched into the user cache, if any.
+
+    A Wikipedia snapshot holds each article under its current title only; this table says
+    which title a redirected FRAMES link names, so a snapshot run without ``FRAMES_DATA_DIR``
+    resolves those links too (tables written before it had titles resolve none).
+    """
+    path = default_corpus_folder(api_url) / "frames_link_to_page.tsv"
+    return path if path.is_file() else None
 
 
 def default_corpus(

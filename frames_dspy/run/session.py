@@ -23,7 +23,7 @@ import dspy
 from frames_dspy.base.paths import data_file
 from frames_dspy.data.corpus import ArticleStore, CorpusError, default_aliases, load_corpus
 from frames_dspy.data.disk_store import DiskArticleStore
-from frames_dspy.data.mediawiki import corpus_manifest, default_corpus
+from frames_dspy.data.mediawiki import corpus_manifest, default_corpus, fetched_aliases
 from frames_dspy.data.questions import dataset_fingerprint
 from frames_dspy.data.snapshot import is_snapshot, parse_snapshot
 from frames_dspy.judge.autorater import Autorater
@@ -110,7 +110,7 @@ def _snapshot_source(settings: ModelDataSettings) -> ArticleSource:
         )
     snapshot = parse_snapshot(settings.corpus)
     aliases = settings.aliases
-    if aliases is None and (found := data_file("aliases")):
+    if aliases is None and (found := data_file("aliases") or fetched_aliases(settings.wiki_api)):
         aliases = str(found)
     return ArticleSource(
         corpus=snapshot.name,
@@ -137,17 +137,17 @@ def open_store(
 ) -> ArticleStore:
     """The store ``corpus`` names, as it is: a Wikipedia snapshot (``wikipedia``,
     ``wikipedia:SNAPSHOT``, a parquet file or folder; its index built once, with a progress
-    bar) or a JSONL corpus, with no distractors. ``aliases`` defaults to ``FRAMES_DATA_DIR``'s
-    for a snapshot, to the file beside a JSONL corpus.
+    bar) or a JSONL corpus, with no distractors. ``aliases`` defaults, for a snapshot, to
+    ``FRAMES_DATA_DIR``'s, else to that of the articles a first run fetched; for a JSONL corpus,
+    to the file beside it.
 
     Raises:
         CorpusError: a snapshot or corpus that cannot be used (the message names the fix).
     """
     if is_snapshot(str(corpus)):
         snapshot = parse_snapshot(str(corpus))
-        return open_snapshot(
-            snapshot, aliases=aliases or data_file("aliases"), progress=True, say=say
-        )
+        aliases = aliases or data_file("aliases") or fetched_aliases()
+        return open_snapshot(snapshot, aliases=aliases, progress=True, say=say)
     path = Path(corpus)
     return load_corpus(path, aliases=aliases or default_aliases(path))
 

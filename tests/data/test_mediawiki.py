@@ -21,7 +21,9 @@ from pathlib import Path
 import pytest
 
 from frames_dspy.data.corpus import default_aliases, load_articles, load_corpus
+from frames_dspy.data.disk_store import load_alias_titles
 from frames_dspy.data.download import DownloadError
+from frames_dspy.data.links import normalize_link
 from frames_dspy.data.mediawiki import (
     _USER_AGENT,
     build_corpus,
@@ -315,6 +317,10 @@ def test_write_corpus_round_trips_through_load_corpus(wiki, tmp_path):
     assert store.resolve(WIKI + "Minute_Maid_Park").id == "11"
     assert store.resolve(WIKI + "Rogers_Centre").id == "12"
     assert store.resolve(WIKI + "Nowhere_at_all") is None
+    # It names each link's article title too, which a Wikipedia snapshot resolves links by.
+    titles = load_alias_titles(default_aliases(out))
+    assert titles[normalize_link(WIKI + "Minute_Maid_Park")] == "Daikin Park"
+    assert normalize_link(WIKI + "Nowhere_at_all") not in titles
 
 
 def test_build_corpus_writes_a_manifest_of_what_was_not_found(wiki, tmp_path):

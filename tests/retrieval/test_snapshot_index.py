@@ -22,6 +22,7 @@ from dspy.utils.dummies import DummyLM
 
 from frames_dspy.commands import evaluate
 from frames_dspy.data.corpus import CorpusError
+from frames_dspy.data.mediawiki import default_corpus_folder
 from frames_dspy.data.snapshot import Position, is_snapshot, parse_snapshot, stream_batches
 from frames_dspy.retrieval.bm25 import build_retriever
 from frames_dspy.retrieval.disk_index import (
@@ -31,6 +32,8 @@ from frames_dspy.retrieval.disk_index import (
     open_snapshot,
 )
 from frames_dspy.run.evaluation import EvalConfig, run_evaluation
+from frames_dspy.run.session import article_source
+from frames_dspy.run.settings import ModelDataSettings
 
 FIXTURES = Path(__file__).parents[1] / "fixtures"
 REPO = Path(__file__).resolve().parents[2]
@@ -206,6 +209,28 @@ def test_a_redirect_resolves_through_the_link_tables_title(tmp_path, snapshot_fi
         chunk_size=50,
         aliases=table,
     )
+    article = store.resolve("https://en.wikipedia.org/wiki/Djokovic_final_2021")
+    assert article is not None and article.title == "2021 French Open – Men's singles"
+
+
+def test_without_a_local_copy_a_snapshot_resolves_links_through_the_fetched_table(
+    tmp_path, snapshot_file, monkeypatch
+):
+    # A first run fetched the FRAMES articles into the user cache (write_corpus's table); a
+    # later --corpus wikipedia run without FRAMES_DATA_DIR resolves redirects through it.
+    monkeypatch.delenv("FRAMES_DATA_DIR", raising=False)
+    settings = ModelDataSettings(corpus=str(snapshot_file))
+    assert article_source(settings).aliases is None  # nothing fetched yet
+    table = default_corpus_folder() / "frames_link_to_page.tsv"
+    table.parent.mkdir(parents=True, exist_ok=True)
+    table.write_text(
+        "link_normalized\tpage_id\tpage_title\n"
+        "en.wikipedia.org/wiki/Djokovic_final_2021\t7\t2021 French Open – Men's singles\n",
+        "utf-8",
+    )
+    source = article_source(settings)
+    assert source.aliases == str(table)
+    store = open_snapshot(source.snapshot, index_dir=tmp_path / "idx", aliases=source.aliases)
     article = store.resolve("https://en.wikipedia.org/wiki/Djokovic_final_2021")
     assert article is not None and article.title == "2021 French Open – Men's singles"
 
