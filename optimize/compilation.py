@@ -219,7 +219,7 @@ def _open_session(config, examples, out, lm, judge_lm, store, retriever, progres
         retriever=retriever,
         out=str(out),
     )
-    if session.self_judging:
+    if session.self_judging and config.objective not in RETRIEVAL_OBJECTIVES:
         logger.warning(
             "SELF-JUDGING: the autorater's LM judge is the model under test, which tends to "
             "inflate trial scores; pass --judge-model for numbers to compare"

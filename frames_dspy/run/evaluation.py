@@ -194,7 +194,7 @@ def _notes(session: Session, settings: EvalConfig, selected: list[dspy.Example])
     notes = [f"program LM: {lm_model}; judge: {judge_model}; LM cache: {settings.cache}"]
     if isinstance(session.store, DiskArticleStore):
         notes.append(_snapshot_note(session.store, settings, selected))
-    if session.self_judging:
+    if session.self_judging and not settings.retrieval_only:  # no judge runs without answers
         notes.append(
             "SELF-JUDGING: the judge is the model under test, which tends to inflate scores; "
             "pass --judge-model for numbers to compare"
@@ -202,7 +202,7 @@ def _notes(session: Session, settings: EvalConfig, selected: list[dspy.Example])
     if settings.retrieval_only:
         notes.append(
             "RETRIEVAL ONLY: no answer step ran, so accuracy is not measured (every answer is "
-            "empty); recall and the query writer's tokens are"
+            "empty); recall and the query writer's tokens are measured"
         )
     return notes
 

@@ -856,6 +856,14 @@ def test_table_header_says_how_the_run_was_made(data, tmp_path):
     other = tmp_path / "other"
     run_evaluation(config_for(data, other, conditions=["naive"]), lm=lm, judge_lm=judge())
     assert "SELF-JUDGING" not in (other / "table.md").read_text()
+    # Retrieval only: no judge runs, so there is no self-judging to warn of.
+    bare = tmp_path / "retrieval"
+    run_evaluation(
+        config_for(data, bare, conditions=["bm25-2"], retrieval_only=True), lm=lm, progress=False
+    )
+    table = (bare / "table.md").read_text()
+    assert "SELF-JUDGING" not in table
+    assert "recall and the query writer's tokens are measured" in table
 
 
 def test_no_lm_parts_run_beside_each_program_that_writes_queries(data, tmp_path):

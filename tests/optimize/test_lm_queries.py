@@ -55,9 +55,10 @@ def test_an_lm_share_not_shown_on_dev_hands_over_the_no_lm_parts(tiny, tmp_path,
     assert test["lm_calls_per_question"] == 0
 
 
-def test_always_keeps_the_lm_queries_and_records_the_dev_share(tiny, tmp_path, monkeypatch):
+def test_always_keeps_the_lm_queries_and_records_the_dev_share(tiny, tmp_path, monkeypatch, caplog):
     monkeypatch.setattr(final, "no_lm_recalls", no_lm_parts_find_everything)
     result, lines = run_tiny(tiny, tmp_path, lm_queries="always", **LM_PICK)
+    assert "SELF-JUDGING" not in caplog.text  # a recall study judges no answer
     weighed = result.chosen.lm_queries
     assert weighed["rule"] == "always" and weighed["kept"] is True
     assert weighed["lm_share_n"] == 3  # measured all the same
