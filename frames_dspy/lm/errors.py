@@ -73,10 +73,10 @@ def classify(lm: Any, exc: LMError, *, attempts: int = 1) -> LMSetupError | LMCa
     if isinstance(exc, LMAuthError | LMNotConfiguredError):
         keys = getattr(exc, "env_keys", None) or ()
         where = (
-            f"set {' or '.join(keys)} or pass api_key="
+            f"check {' or '.join(keys)} in the environment"
             if keys
-            else "pass api_key= or set the provider's API-key environment variable"
-        )
+            else "check the provider's API-key environment variable"
+        ) + " (from Python, make_lm(..., api_key=...) also takes one)"
         return LMSetupError(f"{target} rejected the credentials for {lm.model!r} ({exc}); {where}")
     if isinstance(exc, LMBillingError):
         return LMSetupError(f"{target} refused {lm.model!r} for billing reasons ({exc})")

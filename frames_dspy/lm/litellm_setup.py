@@ -80,6 +80,6 @@ def _resolve_api_key(model: str, api_key: str | None, api_base: str | None) -> s
         logger.info("no API key for %s at %s; sending a placeholder", model, api_base)
         return _PLACEHOLDER_KEY
     raise LMSetupError(
-        f"{model!r} needs an API key: set {' or '.join(missing)} in the "
-        "environment, or pass api_key=..."
+        f"{model!r} needs an API key: set {' or '.join(missing)} in the environment "
+        "(from Python, make_lm(..., api_key=...) also takes one)"
     )

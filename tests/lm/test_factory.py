@@ -15,9 +15,11 @@ import sys
 import time
 import urllib.request
 from pathlib import Path
+from types import SimpleNamespace
 
 import dspy
 import pytest
+from dspy.utils.exceptions import LMAuthError
 
 import frames_dspy.lm.litellm_setup as litellm_setup
 from frames_dspy.lm import (
@@ -29,6 +31,7 @@ from frames_dspy.lm import (
     make_lm,
     parse_spec,
 )
+from frames_dspy.lm.errors import classify
 from tests.lm_fakes import free_port
 
 FIXTURES = Path(__file__).parents[1] / "fixtures"
@@ -79,8 +82,10 @@ def test_refused_connection_at_call_time_is_a_failed_call():
 
 def test_missing_api_key_names_the_variable(monkeypatch):
     monkeypatch.delenv("OPENAI_API_KEY", raising=False)
-    with pytest.raises(LMSetupError, match="OPENAI_API_KEY"):
+    with pytest.raises(LMSetupError, match="set OPENAI_API_KEY in the environment") as err:
         make_lm("openai/gpt-4o-mini")
+    # The command lines have no key option: the fix a user is told is the variable.
+    assert "pass api_key" not in str(err.value)
 
 
 def test_settings_a_provider_refuses_are_a_setup_error():
@@ -212,3 +217,13 @@ def test_frames_lm_without_a_spec():
     lm = FramesLM("openai/gpt-4o-mini", api_key="x")
     assert lm.model_spec is None and lm.spec is None and lm.declared_context_window is None
     assert "model_spec" not in lm.kwargs and "context_window" not in lm.kwargs
+
+
+def test_rejected_credentials_stop_the_run_and_name_the_variable():
+    lm = SimpleNamespace(model="openai/gpt-4o-mini", kwargs={})
+    error = LMAuthError("Incorrect API key provided")
+    error.env_keys = ("OPENAI_API_KEY",)
+    verdict = classify(lm, error)
+    assert isinstance(verdict, LMSetupError)
+    assert "check OPENAI_API_KEY in the environment" in str(verdict)
+    assert "pass api_key" not in str(verdict)
