@@ -204,7 +204,8 @@ class Runner:
         lm, autorater, store: The program LM, the metric, the article store (for recall).
         threads: Questions run at once.
         on_record: Called in the calling thread with each finished record, in the order the
-            questions finish (append to a run folder, advance a progress bar, add up costs).
+            questions finish, those that finish together in question order (append to a run
+            folder, advance a progress bar, add up costs).
         stop: Asked before each question starts; a reason (text) means no more questions
             start (a call or cost budget), and the run keeps what finished.
 
@@ -272,7 +273,8 @@ class Runner:
     ) -> None:
         while pending:
             done, _ = wait(pending, return_when=FIRST_COMPLETED)
-            for future in done:
+            # Questions that finished together are saved in question order, not the set's.
+            for future in sorted(done, key=futures.__getitem__):
                 pending.discard(future)
                 record = future.result()
                 if record is None:

@@ -11,6 +11,8 @@ import math
 import threading
 import time
 from collections.abc import Callable
+from concurrent.futures import Future
+from types import SimpleNamespace
 
 import dspy
 import pytest
@@ -254,3 +256,18 @@ def test_tokens_reported_before_a_failure_are_kept_in_its_record():
     )
     assert record.error_kind == "RuntimeError"
     assert (record.prompt_tokens, record.completion_tokens) == (300, 20)
+
+
+def test_questions_that_finish_together_are_handed_out_in_question_order():
+    # Five questions already finished when the runner looks: one wait returns them all, and
+    # they are saved in question order, so two runs write their files alike.
+    futures: dict[Future, int] = {}
+    for i in (4, 0, 3, 1, 2):
+        future: Future = Future()
+        future.set_result(SimpleNamespace(id=i))
+        futures[future] = i
+    hooked: list[int] = []
+    runner = Runner(UNUSED, judge(), on_record=[lambda record: hooked.append(record.id)])
+    results: dict = {}
+    runner._collect(futures, results, set(futures))
+    assert hooked == [0, 1, 2, 3, 4] and sorted(results) == [0, 1, 2, 3, 4]
