@@ -147,7 +147,16 @@ def _compile(
     """
     say = progress or (lambda line: logger.info("%s", line))
     examples, splits, test = _split(config, examples)
-    session = _open_session(config, examples, out, lm, judge_lm, store, retriever, progress)
+    session = _open_session(
+        config,
+        examples=examples,
+        out=out,
+        lm=lm,
+        judge_lm=judge_lm,
+        store=store,
+        retriever=retriever,
+        progress=progress,
+    )
     plan = CompilePlan.of(session.settings, splits, test, embedded=session.model.embedded)
     teacher_lm = teacher_lm or plan.config.make_teacher()
     provenance = session.provenance(examples)
@@ -198,7 +207,17 @@ def _split(config: CompileConfig, examples: list[dspy.Example] | None):
     return examples, splits, test
 
 
-def _open_session(config, examples, out, lm, judge_lm, store, retriever, progress) -> Session:
+def _open_session(
+    config: CompileConfig,
+    *,
+    examples: list[dspy.Example] | None,
+    out: Path,
+    lm: dspy.BaseLM | None,
+    judge_lm: dspy.BaseLM | None,
+    store: ArticleStore | None,
+    retriever,
+    progress: Callable[[str], None] | None,
+) -> Session:
     """The articles, LMs, judge and retriever of the study (those not injected built), and
     the run's settings resolved; warns when the judge is the model under test."""
     articles = open_articles(
