@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import ast
 import json
+from collections.abc import Iterable, Sequence
 from pathlib import Path
 
 import pytest
@@ -184,11 +185,12 @@ _RECORD_MODULES = (
 )
 
 
-def _handles_records(tree: ast.Module) -> bool:
+def imports_any(tree: ast.Module, modules: Sequence[str]) -> bool:
+    """Whether the module imports (from) one of ``modules``."""
     for node in ast.walk(tree):
-        if isinstance(node, ast.ImportFrom) and node.module in _RECORD_MODULES:
+        if isinstance(node, ast.ImportFrom) and node.module in modules:
             return True
-        if isinstance(node, ast.Import) and any(a.name in _RECORD_MODULES for a in node.names):
+        if isinstance(node, ast.Import) and any(a.name in modules for a in node.names):
             return True
     return False
 
@@ -210,19 +212,34 @@ def _string_key_reads(tree: ast.Module):
             yield node.lineno, key.value, ast.unparse(receiver)
 
 
-def test_record_fields_are_read_as_attributes_outside_records_py():
-    fields = set(record_fields())
+def string_key_reads_of(
+    keys: Iterable[str], *, importing: Sequence[str], receivers_not: Iterable[str], owner: Path
+) -> list[str]:
+    """``path:line: receiver['key']`` of each read of one of ``keys`` by a string key in the
+    packages' modules that import one of ``importing`` (``owner``, the module that defines the
+    keys, aside), on a receiver not named in ``receivers_not``: the guards' one scan."""
+    keys, receivers_not = set(keys), set(receivers_not)
     offences = []
     for package in ("frames_dspy", "optimize", "benchmarks"):
         for path in sorted((REPO / package).rglob("*.py")):
-            if path == REPO / "frames_dspy" / "records.py":
+            if path == owner:
                 continue
             tree = ast.parse(path.read_text(encoding="utf-8"))
-            if not _handles_records(tree):
+            if not imports_any(tree, importing):
                 continue
             for line, key, receiver in _string_key_reads(tree):
-                if key in fields and receiver not in NOT_RECORDS:
+                if key in keys and receiver not in receivers_not:
                     offences.append(f"{path.relative_to(REPO)}:{line}: {receiver}[{key!r}]")
+    return offences
+
+
+def test_record_fields_are_read_as_attributes_outside_records_py():
+    offences = string_key_reads_of(
+        record_fields(),
+        importing=_RECORD_MODULES,
+        receivers_not=NOT_RECORDS,
+        owner=REPO / "frames_dspy" / "records.py",
+    )
     assert not offences, (
         "read record fields as attributes (record.correct), or, if the receiver is not a "
         "record, add it to NOT_RECORDS with the reason:\n" + "\n".join(offences)
@@ -233,5 +250,5 @@ def test_the_guard_catches_a_string_key_read():
     tree = ast.parse(
         "from frames_dspy.results.records import QuestionRecord\nx = r['judge_method']\n"
     )
-    assert _handles_records(tree)
+    assert imports_any(tree, _RECORD_MODULES)
     assert list(_string_key_reads(tree)) == [(2, "judge_method", "r")]

@@ -26,7 +26,7 @@ from frames_dspy.results.summary import (
     summary_from_json,
     summary_to_json,
 )
-from tests.results.test_records import _string_key_reads
+from tests.results.test_records import _string_key_reads, imports_any, string_key_reads_of
 
 REPO = Path(__file__).resolve().parents[2]
 WRITTEN_BEFORE = sorted((REPO / "tests" / "fixtures" / "summaries").glob("*.json"))
@@ -122,27 +122,13 @@ _SUMMARY_MODULES = (
 )
 
 
-def _handles_summaries(tree: ast.Module) -> bool:
-    for node in ast.walk(tree):
-        if isinstance(node, ast.ImportFrom) and node.module in _SUMMARY_MODULES:
-            return True
-        if isinstance(node, ast.Import) and any(a.name in _SUMMARY_MODULES for a in node.names):
-            return True
-    return False
-
-
 def test_summary_figures_are_read_as_attributes_outside_summary_py():
-    offences = []
-    for package in ("frames_dspy", "optimize", "benchmarks"):
-        for path in sorted((REPO / package).rglob("*.py")):
-            if path == REPO / "frames_dspy" / "results" / "summary.py":
-                continue
-            tree = ast.parse(path.read_text(encoding="utf-8"))
-            if not _handles_summaries(tree):
-                continue
-            for line, key, receiver in _string_key_reads(tree):
-                if key in FIELDS and receiver not in NOT_SUMMARIES:
-                    offences.append(f"{path.relative_to(REPO)}:{line}: {receiver}[{key!r}]")
+    offences = string_key_reads_of(
+        FIELDS,
+        importing=_SUMMARY_MODULES,
+        receivers_not=NOT_SUMMARIES,
+        owner=REPO / "frames_dspy" / "results" / "summary.py",
+    )
     assert not offences, (
         "read summary figures as attributes (row.accuracy), or, if the receiver is not a "
         "summary row, add it to NOT_SUMMARIES with the reason:\n" + "\n".join(offences)
@@ -153,5 +139,5 @@ def test_the_guard_catches_a_string_key_read_of_a_figure():
     tree = ast.parse(
         "from frames_dspy.results.summary import summarize\nx = s['tokens_per_question']\n"
     )
-    assert _handles_summaries(tree)
+    assert imports_any(tree, _SUMMARY_MODULES)
     assert list(_string_key_reads(tree)) == [(2, "tokens_per_question", "s")]
