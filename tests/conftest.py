@@ -9,6 +9,7 @@ skips it, or fails it under CI=true (:mod:`tests.needs`).
 from __future__ import annotations
 
 import os
+import shutil
 import sys
 import tempfile
 from pathlib import Path
@@ -56,6 +57,18 @@ def _clean_dspy_settings():
 
     if isinstance(dspy.cache, RunCache):
         dspy.cache.mode = "on"
+
+
+@pytest.fixture
+def data(tmp_path) -> dict[str, Path]:
+    """The three-question fixture (``eval_frames.csv``) and its corpus (``eval_corpus.jsonl``),
+    alone in a folder of their own (no alias table or distractors): ``{"dataset", "corpus"}``."""
+    folder = tmp_path / "data"
+    folder.mkdir()
+    paths = {"dataset": folder / "eval_frames.csv", "corpus": folder / "eval_corpus.jsonl"}
+    for path in paths.values():
+        shutil.copy(FIXTURES / path.name, path)
+    return paths
 
 
 @pytest.fixture(scope="session")

@@ -25,7 +25,6 @@ from frames_dspy.base.redaction import (
 from frames_dspy.run.evaluation import run_evaluation
 from frames_dspy.run.tracking import store_uri
 from tests.commands.test_evaluate import call_main, config_for, judge, program_lm
-from tests.results.test_report_html import data  # noqa: F401 (a fixture)
 
 SECRETS = ("s3cretA", "s3cretB", "s3cretC", "s3cretD", "s3cretE", "sk-s3cretF")
 
@@ -114,7 +113,7 @@ def _files_holding(folder, secrets) -> dict[str, list[str]]:
     return found
 
 
-def test_a_run_with_a_password_in_every_url_writes_none(data, tmp_path):  # noqa: F811
+def test_a_run_with_a_password_in_every_url_writes_none(data, tmp_path):
     out, store = tmp_path / "run", tmp_path / "mlruns"
     lm = program_lm()
     lm.kwargs["api_key"] = "sk-s3cretF"  # LiteLLM's key setting on the LM itself
@@ -144,7 +143,7 @@ def test_a_run_with_a_password_in_every_url_writes_none(data, tmp_path):  # noqa
     assert not [s for s in SECRETS if s in dump]
 
 
-def test_a_folder_written_before_redaction_resumes_and_loses_its_password(data, tmp_path):  # noqa: F811
+def test_a_folder_written_before_redaction_resumes_and_loses_its_password(data, tmp_path):
     out = tmp_path / "run"
     url = "http://frames:s3cretA@127.0.0.1:9/v1"
     config = config_for(data, out, conditions=["naive"], api_base=url)
@@ -158,7 +157,7 @@ def test_a_folder_written_before_redaction_resumes_and_loses_its_password(data, 
     assert _files_holding(out, SECRETS) == {}
 
 
-def test_an_error_line_names_a_url_without_its_password(data, capsys, tmp_path):  # noqa: F811
+def test_an_error_line_names_a_url_without_its_password(data, capsys, tmp_path):
     argv = ["--conditions", "naive", "--dataset", str(data["dataset"]), "--model", "openai/x"]
     argv += ["--api-base", "http://u:s3cretA@127.0.0.1:1/v1", "--out", str(tmp_path / "run")]
     code, _, err = call_main(argv, capsys)

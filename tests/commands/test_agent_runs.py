@@ -3,7 +3,7 @@ command line, killed and resumed, and on a Wikipedia snapshot.
 
 The LMs are DummyLMs. The agent's replies are keyed on what its prompt shows: a question and
 no step yet -> search for it; one search made -> read the first result; a read made ->
-finish. The data are the three-question fixture of ``tests/commands/test_evaluate.py``.
+finish. The data are the three-question fixture (the ``data`` fixture of ``tests/conftest.py``).
 """
 
 from __future__ import annotations
@@ -20,7 +20,6 @@ from frames_dspy.programs import build_program
 from frames_dspy.results.records import read_records
 from frames_dspy.retrieval.disk_index import SnapshotRetriever, open_snapshot
 from frames_dspy.run.evaluation import run_evaluation
-from tests.commands import test_evaluate
 from tests.commands.test_evaluate import (
     LEITH,
     _load_kill_script,
@@ -32,9 +31,6 @@ from tests.commands.test_evaluate import (
     program_lm,
 )
 from tests.retrieval.test_snapshot_index import write_snapshot
-
-#: The fixture questions and corpus in a folder of their own (test_evaluate's fixture).
-data = test_evaluate.data
 
 #: What the agent searches first, by a phrase of each fixture question.
 FIRST_SEARCH = {

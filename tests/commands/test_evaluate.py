@@ -11,7 +11,6 @@ from __future__ import annotations
 import importlib.util
 import json
 import os
-import shutil
 import signal
 import subprocess
 import sys
@@ -34,17 +33,6 @@ from frames_dspy.run.evaluation import EvalConfig, run_evaluation
 FIXTURES = Path(__file__).parents[1] / "fixtures"
 REPO = Path(__file__).resolve().parents[2]
 ALL = list(CONDITIONS)
-
-
-@pytest.fixture
-def data(tmp_path) -> dict[str, Path]:
-    folder = tmp_path / "data"
-    folder.mkdir()
-    paths = {}
-    for key, name in (("dataset", "eval_frames.csv"), ("corpus", "eval_corpus.jsonl")):
-        paths[key] = folder / name
-        shutil.copy(FIXTURES / name, paths[key])
-    return paths
 
 
 def program_lm(by_question: dict[str, str] | None = None) -> DummyLM:

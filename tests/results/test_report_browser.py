@@ -26,7 +26,7 @@ from frames_dspy.commands.report import main
 from frames_dspy.judge.autorater import is_rule_method
 from frames_dspy.results.comparison import CompareConfig, compare_runs
 from tests.needs import missing
-from tests.results.test_report_html import FLIPS, data, make_run  # noqa: F401 (data: a fixture)
+from tests.results.test_report_html import FLIPS, make_run
 
 pytestmark = pytest.mark.browser
 
@@ -69,7 +69,7 @@ def matching(records: list[dict], test: Callable[[dict], bool]) -> int:
     return sum(1 for r in records if test(r))
 
 
-def test_filters_count_what_predictions_jsonl_holds(browser, data, tmp_path):  # noqa: F811
+def test_filters_count_what_predictions_jsonl_holds(browser, data, tmp_path):
     run = make_run(data, tmp_path / "run", {})
     records = read_predictions(run / "predictions.jsonl")
     open_page(browser, run / "report.html")
@@ -111,7 +111,7 @@ def test_filters_count_what_predictions_jsonl_holds(browser, data, tmp_path):  #
     assert count(browser) == 0
 
 
-def test_an_anchor_reopens_its_row_and_the_page_is_drawn(browser, data, tmp_path):  # noqa: F811
+def test_an_anchor_reopens_its_row_and_the_page_is_drawn(browser, data, tmp_path):
     run = make_run(data, tmp_path / "run", {})
     open_page(browser, run / "report.html", "#row=oracle/2")
     row = browser.find_element(By.ID, "row-oracle/2")
@@ -135,7 +135,7 @@ def test_an_anchor_reopens_its_row_and_the_page_is_drawn(browser, data, tmp_path
     assert white < 0.95 * image.size[0] * image.size[1]
 
 
-def test_two_runs_show_each_pairs_flips(browser, data, tmp_path):  # noqa: F811
+def test_two_runs_show_each_pairs_flips(browser, data, tmp_path):
     run_a = make_run(data, tmp_path / "a", {})
     run_b = make_run(data, tmp_path / "b", FLIPS)
     out = tmp_path / "ab.html"
@@ -153,7 +153,7 @@ def test_two_runs_show_each_pairs_flips(browser, data, tmp_path):  # noqa: F811
     assert count(browser) == len(read_predictions(Path(run_b) / "predictions.jsonl"))
 
 
-def test_markup_in_an_answer_is_shown_as_text(browser, data, tmp_path):  # noqa: F811
+def test_markup_in_an_answer_is_shown_as_text(browser, data, tmp_path):
     hostile = "</script><!--<script>alert(1)</script> & <b>bold</b>"
     run = make_run(data, tmp_path / "run", {"French Open men's singles": hostile})
     open_page(browser, run / "report.html", "#row=oracle/0")
@@ -163,7 +163,7 @@ def test_markup_in_an_answer_is_shown_as_text(browser, data, tmp_path):  # noqa:
         browser.switch_to.alert.text  # noqa: B018 - reading it is what raises
 
 
-def test_an_agents_row_shows_its_trajectory_step_by_step(browser, data, tmp_path):  # noqa: F811
+def test_an_agents_row_shows_its_trajectory_step_by_step(browser, data, tmp_path):
     from frames_dspy.run.evaluation import run_evaluation
     from tests.commands.test_agent_runs import agent_lm
     from tests.commands.test_evaluate import config_for, judge

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import json
 import re
-import shutil
 from pathlib import Path
 
 import pytest
@@ -24,7 +23,7 @@ from frames_dspy.results.html_report import (
 )
 from frames_dspy.results.records import QuestionRecord
 from frames_dspy.run.evaluation import run_evaluation
-from tests.commands.test_evaluate import FIXTURES, LEITH, config_for, judge, program_lm
+from tests.commands.test_evaluate import LEITH, config_for, judge, program_lm
 
 #: Run B answers question 1 right ("305") and question 0 wrong: flips both ways.
 FLIPS = {"How many years passed": "305", "French Open men's singles": "Rafael Nadal"}
@@ -34,17 +33,6 @@ def read_predictions(path) -> list[dict]:
     """The JSON objects of a predictions.jsonl as written on disk."""
     lines = Path(path).read_text(encoding="utf-8").splitlines()
     return [json.loads(line) for line in lines if line.strip()]
-
-
-@pytest.fixture
-def data(tmp_path) -> dict[str, Path]:
-    """The fixture questions and corpus, alone in a folder (no alias table or distractors)."""
-    folder = tmp_path / "data"
-    folder.mkdir()
-    paths = {"dataset": folder / "eval_frames.csv", "corpus": folder / "eval_corpus.jsonl"}
-    for path in paths.values():
-        shutil.copy(FIXTURES / path.name, path)
-    return paths
 
 
 def make_run(data, out: Path, answers: dict[str, str]) -> Path:

@@ -35,17 +35,6 @@ FIXTURES = Path(__file__).parents[1] / "fixtures"
 
 
 @pytest.fixture
-def data(tmp_path) -> dict[str, Path]:
-    folder = tmp_path / "data"
-    folder.mkdir()
-    paths = {}
-    for key, name in (("dataset", "eval_frames.csv"), ("corpus", "eval_corpus.jsonl")):
-        paths[key] = folder / name
-        shutil.copy(FIXTURES / name, paths[key])
-    return paths
-
-
-@pytest.fixture
 def frames_data_dir(tmp_path, monkeypatch) -> Path:
     """A FRAMES_DATA_DIR laid out like shared/data/raw, built from the tiny fixtures."""
     root = tmp_path / "frames-data"

@@ -18,7 +18,6 @@ from frames_dspy.commands import evaluate
 from frames_dspy.run.evaluation import run_evaluation
 from frames_dspy.run.tracking import TrackingUnavailable, check_tracking, store_uri
 from tests.commands.test_evaluate import LEITH, config_for, judge, program_lm
-from tests.results.test_report_html import data, make_run  # noqa: F401 (data: a fixture)
 
 
 @pytest.fixture(autouse=True)
@@ -43,7 +42,7 @@ def test_a_folder_is_a_sqlite_store_and_a_uri_is_kept(tmp_path):
     assert store_uri("sqlite:////tmp/x.db") == ("sqlite:////tmp/x.db", None)
 
 
-def test_evaluate_logs_a_run_per_condition_with_the_folder_as_artifacts(data, tmp_path):  # noqa: F811
+def test_evaluate_logs_a_run_per_condition_with_the_folder_as_artifacts(data, tmp_path):
     store = tmp_path / "mlruns"
     out = tmp_path / "run"
     summary = run_evaluation(
@@ -89,7 +88,7 @@ def test_evaluate_logs_a_run_per_condition_with_the_folder_as_artifacts(data, tm
     assert Path(local).read_bytes() == (out / "report.html").read_bytes()
 
 
-def test_traces_of_dspy_calls_go_to_the_store(data, tmp_path):  # noqa: F811
+def test_traces_of_dspy_calls_go_to_the_store(data, tmp_path):
     store = tmp_path / "mlruns"
     settings = config_for(
         data, tmp_path / "run", conditions=["naive"], mlflow=str(store), mlflow_traces=True
@@ -132,7 +131,7 @@ def test_a_study_logs_one_run_per_complete_trial(tiny, tmp_path):
     assert "study.db" not in artifacts
 
 
-def test_without_mlflow_the_flag_fails_before_anything_runs(data, tmp_path, monkeypatch, capsys):  # noqa: F811
+def test_without_mlflow_the_flag_fails_before_anything_runs(data, tmp_path, monkeypatch, capsys):
     monkeypatch.setitem(sys.modules, "mlflow", None)  # import mlflow now fails
     settings = config_for(data, tmp_path / "run", mlflow="mlruns")
     with pytest.raises(TrackingUnavailable, match=r"pip install -e '\.\[mlflow\]'"):
