@@ -22,7 +22,7 @@ import pytest
 
 from frames_dspy.base import files
 from frames_dspy.results import records as records_module
-from tests.commands.test_evaluate import call_main, data, no_real_lm  # noqa: F401 (fixtures)
+from tests.commands.test_evaluate import call_main, no_real_lm  # noqa: F401 (a fixture)
 from tests.commands.test_faults import _data, _records
 from tests.fault_server import FaultServer
 
@@ -33,7 +33,7 @@ WHY = {
 }
 
 
-def _argv(data, out: Path, conditions: str = "naive,oracle") -> list[str]:  # noqa: F811
+def _argv(data, out: Path, conditions: str = "naive,oracle") -> list[str]:
     return [
         "--conditions", conditions, "--dataset", str(data["dataset"]),
         "--corpus", str(data["corpus"]), "--distractors", "none", "--out", str(out),
@@ -51,7 +51,7 @@ def _keys(out: Path) -> Counter:
 
 @pytest.mark.parametrize("code", sorted(WHY))
 def test_a_failed_append_mid_run_is_one_line_and_the_rerun_finishes(
-    data,  # noqa: F811
+    data,
     no_real_lm,  # noqa: F811
     capsys,
     tmp_path,
@@ -79,7 +79,9 @@ def test_a_failed_append_mid_run_is_one_line_and_the_rerun_finishes(
     ]
     assert sum(_keys(out).values()) == 2
 
-    monkeypatch.undo()  # space freed: the same command resumes and finishes
+    # Space freed: the same command resumes and finishes. (Not monkeypatch.undo(): that would
+    # undo no_real_lm too, and the rerun would load the embedded model.)
+    monkeypatch.setattr(records_module.os, "write", real_write)
     status, _, err = call_main(_argv(data, out), capsys)
     assert status == 0, err
     keys = _keys(out)
@@ -88,7 +90,7 @@ def test_a_failed_append_mid_run_is_one_line_and_the_rerun_finishes(
 
 
 def test_a_full_disk_while_writing_the_report_keeps_the_old_one(
-    data,  # noqa: F811
+    data,
     no_real_lm,  # noqa: F811
     capsys,
     tmp_path,
@@ -116,7 +118,7 @@ def test_a_full_disk_while_writing_the_report_keeps_the_old_one(
     assert (out / "report.html").read_bytes() == old_page
     assert not [p.name for p in out.iterdir() if p.name.endswith(".tmp.html")]
 
-    monkeypatch.undo()
+    monkeypatch.setattr(files.os, "replace", real_replace)  # space freed; no_real_lm kept
     status, _, err = call_main(_argv(data, out), capsys)
     assert status == 0, err
     page = (out / "report.html").read_text()
@@ -222,7 +224,7 @@ def test_a_real_full_disk_on_a_small_tmpfs(tmp_path):
 
 
 def test_a_read_only_run_folder_is_refused_before_anything_runs(
-    data,  # noqa: F811
+    data,
     no_real_lm,  # noqa: F811
     capsys,
     tmp_path,
