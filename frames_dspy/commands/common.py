@@ -266,6 +266,14 @@ def add_settings(
         option_group(parser, section or option.group).add_argument(option.flag, **kwargs)
 
 
+def settings_from(args: argparse.Namespace, config_type: type, entry: str, **given: Any) -> Any:
+    """A ``config_type`` of the values parsed for the settings :func:`add_settings` added for
+    ``entry``, and of ``given`` (the fields without a flag, or values the command settles
+    itself): the option list and the config are made from the one declaration."""
+    values = {name: getattr(args, name) for name, _, _ in options(config_type, entry)}
+    return config_type(**{**values, **given})
+
+
 @dataclass
 class CommandOutput:
     """How a command line prints: the output flags several commands share, declared once."""

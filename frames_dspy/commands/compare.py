@@ -13,7 +13,12 @@ import json
 import sys
 from collections.abc import Sequence
 
-from frames_dspy.commands.common import add_output_arguments, add_settings, start_command
+from frames_dspy.commands.common import (
+    add_output_arguments,
+    add_settings,
+    settings_from,
+    start_command,
+)
 from frames_dspy.results.comparison import (
     CompareConfig,
     CompareError,
@@ -85,15 +90,7 @@ def build_parser(prog: str = PROG) -> argparse.ArgumentParser:
 def main(argv: Sequence[str] | None = None, *, prog: str = PROG) -> int:
     args = build_parser(prog).parse_args(argv)
     start_command()
-    config = CompareConfig(
-        run_a=args.run_a,
-        run_b=args.run_b,
-        condition=args.condition,
-        condition_b=args.condition_b,
-        bootstrap=args.bootstrap,
-        seed=args.seed,
-        allow_different_corpus=args.allow_different_corpus,
-    )
+    config = settings_from(args, CompareConfig, "compare", run_a=args.run_a, run_b=args.run_b)
     try:
         comparison = compare_runs(config)
     except CompareError as err:

@@ -21,6 +21,7 @@ from frames_dspy.commands.common import (
     add_verbose_argument,
     option_group,
     report_error,
+    settings_from,
     start_command,
 )
 from frames_dspy.data.corpus import CorpusError
@@ -85,8 +86,7 @@ def main(argv: Sequence[str] | None = None, *, prog: str = PROG) -> int:
     args = parser.parse_args(argv)
     start_command(verbose=args.verbose)
     optuna.logging.set_verbosity(optuna.logging.WARNING)
-    values = {k: v for k, v in vars(args).items() if k not in ("quiet", "verbose")}
-    config = CompileConfig(**values)
+    config = settings_from(args, CompileConfig, "compile")
     try:
         config.validate()
     except ValueError as err:

@@ -23,6 +23,7 @@ from frames_dspy.commands.common import (
     add_verbose_argument,
     option_group,
     report_error,
+    settings_from,
     start_command,
 )
 from frames_dspy.data.corpus import CorpusError
@@ -101,10 +102,9 @@ def main(argv: Sequence[str] | None = None, *, prog: str = PROG) -> int:
     conditions = list(args.conditions or ()) or (["program"] if args.program else list(CONDITIONS))
     if args.program and args.conditions:
         conditions = [*args.conditions, "program"]
-    values = {k: v for k, v in vars(args).items() if k not in ("conditions", "quiet", "verbose")}
     # Named here, so the interrupt message and the last line can say where the run is.
-    values["out"] = args.out or str(Path("runs") / datetime.now().strftime("%Y%m%d-%H%M%S"))
-    config = EvalConfig(conditions=conditions, **values)
+    out = args.out or str(Path("runs") / datetime.now().strftime("%Y%m%d-%H%M%S"))
+    config = settings_from(args, EvalConfig, "evaluate", conditions=conditions, out=out)
     try:
         summary = run_evaluation(config, progress=not args.quiet, say=_stderr)
     except (*_BAD_INPUT, FolderInUse) as err:

@@ -12,7 +12,7 @@ import logging
 import sys
 from collections.abc import Sequence
 
-from frames_dspy.commands.common import CommandParser, add_settings
+from frames_dspy.commands.common import CommandParser, add_settings, settings_from
 from frames_dspy.results.comparison import CompareConfig, CompareError
 from frames_dspy.results.html_report import write_html_report
 
@@ -52,14 +52,7 @@ def main(argv: Sequence[str] | None = None, *, prog: str = PROG) -> int:
         return 2
     compare = None
     if args.run_b is not None:
-        compare = CompareConfig(
-            run_a=args.run,
-            run_b=args.run_b,
-            condition=args.condition,
-            condition_b=args.condition_b,
-            bootstrap=args.bootstrap,
-            allow_different_corpus=args.allow_different_corpus,
-        )
+        compare = settings_from(args, CompareConfig, "report", run_a=args.run, run_b=args.run_b)
     try:
         path = write_html_report(args.run, args.run_b, out=args.out, compare=compare)
     except CompareError as err:
