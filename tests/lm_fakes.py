@@ -10,7 +10,6 @@ from __future__ import annotations
 import hashlib
 import importlib.util
 import os
-import socket
 import threading
 import time
 import types
@@ -245,9 +244,3 @@ def fake_bundle(parts: tuple[str, ...], payload: bytes | None, *, spec="fake") -
         size=len(payload) if payload is not None else None,
         sha256=hashlib.sha256(payload).hexdigest() if payload is not None else None,
     )
-
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]

@@ -11,7 +11,6 @@ from __future__ import annotations
 import json
 import os
 import signal
-import socket
 import subprocess
 import sys
 import time
@@ -29,17 +28,12 @@ from frames_dspy.data.questions import load_frames
 from frames_dspy.run.session import open_articles, open_session
 from frames_dspy.run.settings import ModelDataSettings
 from tests.mediawiki_server import MediaWiki, serve_corpus
+from tests.ports import dead_url
 
 REPO = Path(__file__).resolve().parents[2]
 FIXTURES = Path(__file__).parents[1] / "fixtures"
 DATASET = FIXTURES / "eval_frames.csv"  # 3 questions, 7 links
 HUB = "google/frames-benchmark"
-
-
-def _dead_url() -> str:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return f"http://127.0.0.1:{sock.getsockname()[1]}"
 
 
 @pytest.fixture
@@ -152,7 +146,7 @@ def test_a_naive_run_needs_no_corpus_and_fetches_nothing(fresh, wiki, fake_lms, 
 
 
 def test_wikipedia_down_is_one_line_and_status_2(fresh, capsys):
-    dead = _dead_url() + "/w/api.php"
+    dead = dead_url() + "/w/api.php"
     argv = ["--dataset", str(DATASET), "--wiki-api", dead, "--out", str(fresh / "run")]
     started = time.monotonic()
     code, out, err = call_main(argv, capsys)
@@ -170,7 +164,7 @@ def test_wikipedia_down_is_one_line_and_status_2(fresh, capsys):
 
 
 def test_verbose_shows_the_traceback_too(fresh, capsys):
-    argv = ["--dataset", str(DATASET), "--wiki-api", _dead_url(), "--out", str(fresh / "r")]
+    argv = ["--dataset", str(DATASET), "--wiki-api", dead_url(), "--out", str(fresh / "r")]
     code, _, err = call_main([*argv, "--verbose"], capsys)
     assert code == 2
     assert "Traceback" in err
@@ -180,7 +174,7 @@ def test_verbose_shows_the_traceback_too(fresh, capsys):
 @pytest.fixture
 def hub(monkeypatch, tmp_path) -> Path:
     """The hub client pointed at a dead local port, with an empty cache of its own."""
-    monkeypatch.setattr(constants, "ENDPOINT", _dead_url())
+    monkeypatch.setattr(constants, "ENDPOINT", dead_url())
     monkeypatch.setattr(constants, "HF_HUB_CACHE", str(tmp_path / "hf"))
     return tmp_path / "hf"
 
@@ -222,7 +216,7 @@ def test_an_unreachable_hub_with_a_cached_copy_uses_it(fresh, hub, caplog):
 def test_the_main_command_offline_exits_2_within_seconds(tmp_path, module):
     """The acceptance check, as a user runs it: no FRAMES_DATA_DIR, a fresh home, no hub."""
     env = {k: v for k, v in os.environ.items() if k != "FRAMES_DATA_DIR" and "proxy" not in k}
-    env.update(HOME=str(tmp_path), HF_HOME=str(tmp_path / "hf"), HF_ENDPOINT=_dead_url())
+    env.update(HOME=str(tmp_path), HF_HOME=str(tmp_path / "hf"), HF_ENDPOINT=dead_url())
     env.pop("FRAMES_DSPY_CACHE", None)
     started = time.monotonic()
     done = subprocess.run(

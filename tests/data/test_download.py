@@ -8,12 +8,7 @@ import urllib.error
 import pytest
 
 from frames_dspy.data.download import DownloadError, reason_of, unreachable
-
-
-def _dead_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
+from tests.ports import dead_url
 
 
 def _chained(inner: BaseException) -> BaseException:
@@ -77,7 +72,7 @@ def test_a_server_that_answered_with_an_error_is_retried_later_not_connected_to(
 def test_unreachable_says_why_and_reachable_is_none(monkeypatch):
     for name in ("http_proxy", "HTTP_PROXY", "https_proxy", "HTTPS_PROXY", "all_proxy"):
         monkeypatch.delenv(name, raising=False)
-    assert "refused" in unreachable(f"http://127.0.0.1:{_dead_port()}/w/api.php")
+    assert "refused" in unreachable(dead_url() + "/w/api.php")
     with socket.socket() as server:
         server.bind(("127.0.0.1", 0))
         server.listen()
@@ -85,7 +80,7 @@ def test_unreachable_says_why_and_reachable_is_none(monkeypatch):
 
 
 def test_unreachable_checks_the_proxy_when_one_applies(monkeypatch):
-    monkeypatch.setenv("https_proxy", f"http://127.0.0.1:{_dead_port()}")
+    monkeypatch.setenv("https_proxy", dead_url())
     monkeypatch.delenv("no_proxy", raising=False)
     monkeypatch.delenv("NO_PROXY", raising=False)
     # The target itself is never contacted: only the (dead) proxy is.

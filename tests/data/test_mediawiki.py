@@ -10,7 +10,6 @@ import json
 import logging
 import os
 import signal
-import socket
 import subprocess
 import sys
 import threading
@@ -35,6 +34,7 @@ from frames_dspy.data.mediawiki import (
     write_corpus,
 )
 from tests.mediawiki_server import MediaWiki
+from tests.ports import dead_url
 
 REPO = Path(__file__).resolve().parents[2]
 WIKI = "https://en.wikipedia.org/wiki/"
@@ -56,12 +56,9 @@ def pauses(monkeypatch) -> list[float]:
     return slept
 
 
-def dead_url() -> str:
+def dead_api() -> str:
     """An API URL on a port nobody listens on."""
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        port = sock.getsockname()[1]
-    return f"http://127.0.0.1:{port}/w/api.php"
+    return dead_url() + "/w/api.php"
 
 
 def _fetch(wiki: MediaWiki, urls, cache: Path, **kwargs):
@@ -271,7 +268,7 @@ def test_404_is_not_retried(wiki, tmp_path, pauses):
 
 def test_a_server_that_is_down_fails_at_once(tmp_path, pauses):
     with pytest.raises(DownloadError) as info:
-        fetch_articles([WIKI + "Daikin_Park"], tmp_path, api_url=dead_url(), delay=0)
+        fetch_articles([WIKI + "Daikin_Park"], tmp_path, api_url=dead_api(), delay=0)
     message = str(info.value)
     assert "connection was refused" in message
     assert "Connect to the internet and rerun" in message
@@ -390,7 +387,7 @@ def test_default_corpus_offline_is_one_error_before_any_note(tmp_path, monkeypat
     said: list[str] = []
     started = time.monotonic()
     with pytest.raises(DownloadError) as info:
-        default_corpus([WIKI + "Daikin_Park"], api_url=dead_url(), say=said.append)
+        default_corpus([WIKI + "Daikin_Park"], api_url=dead_api(), say=said.append)
     assert time.monotonic() - started < 5
     assert said == []
     assert str(info.value).startswith("could not download the Wikipedia articles of 1 FRAMES")

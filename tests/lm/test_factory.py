@@ -32,7 +32,7 @@ from frames_dspy.lm import (
     parse_spec,
 )
 from frames_dspy.lm.errors import classify
-from tests.lm_fakes import free_port
+from tests.ports import free_port
 
 FIXTURES = Path(__file__).parents[1] / "fixtures"
 

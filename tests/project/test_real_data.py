@@ -12,7 +12,6 @@ from __future__ import annotations
 import gzip
 import os
 import shutil
-import socket
 from pathlib import Path
 
 import pytest
@@ -24,16 +23,11 @@ from frames_dspy.data.questions import load_frames
 from tests import real_data
 from tests.mediawiki_server import serve_corpus
 from tests.needs import CI_ENV, missing, under_ci
+from tests.ports import dead_url
 from tests.real_data import DataUnavailable, find_real_data
 
 TINY = Path(__file__).parents[1] / "fixtures" / "tiny"
 REVISION = "f" * 40  # the hub commit the stand-in "downloads"
-
-
-def _dead_url() -> str:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return f"http://127.0.0.1:{sock.getsockname()[1]}"
 
 
 @pytest.fixture
@@ -42,7 +36,7 @@ def fresh(monkeypatch, tmp_path) -> Path:
     monkeypatch.delenv(DATA_DIR_ENV, raising=False)
     for name in ("http_proxy", "HTTP_PROXY", "https_proxy", "HTTPS_PROXY", "all_proxy"):
         monkeypatch.delenv(name, raising=False)
-    monkeypatch.setattr(constants, "ENDPOINT", _dead_url())
+    monkeypatch.setattr(constants, "ENDPOINT", dead_url())
     monkeypatch.setattr(constants, "HF_HUB_CACHE", str(tmp_path / "hf"))
     return tmp_path
 
@@ -84,7 +78,7 @@ def test_a_local_copy_comes_first_and_nothing_is_fetched(fresh, monkeypatch):
     monkeypatch.setenv(DATA_DIR_ENV, str(root))
     calls: list[str] = []
     monkeypatch.setattr(real_data, "_download_hub_file", _hub_puts_questions_in_its_cache(calls))
-    data = find_real_data(user_cache=str(fresh / "user-cache"), wiki_api=_dead_url())
+    data = find_real_data(user_cache=str(fresh / "user-cache"), wiki_api=dead_url())
     assert calls == [] and not (fresh / "user-cache").exists()
     assert data.local == root and data.manifest is None
     assert data.questions == root / "frames" / "frames_test_set.csv"
@@ -125,7 +119,7 @@ def test_without_a_local_copy_a_first_run_fetches_into_the_users_cache_once(fres
 
 def test_with_nothing_cached_and_no_hub_it_says_what_is_missing_in_one_line(fresh):
     with pytest.raises(DataUnavailable) as info:
-        find_real_data(user_cache=str(fresh / "user-cache"), wiki_api=_dead_url())
+        find_real_data(user_cache=str(fresh / "user-cache"), wiki_api=dead_url())
     message = str(info.value)
     assert "\n" not in message
     assert message.startswith("needs the real FRAMES data: the FRAMES questions (hub dataset ")
@@ -136,7 +130,7 @@ def test_with_nothing_cached_and_no_hub_it_says_what_is_missing_in_one_line(fres
 def test_with_the_questions_cached_and_no_wikipedia_it_names_the_articles(fresh, monkeypatch):
     calls: list[str] = []
     monkeypatch.setattr(real_data, "_download_hub_file", _hub_puts_questions_in_its_cache(calls))
-    dead = _dead_url() + "/w/api.php"
+    dead = dead_url() + "/w/api.php"
     with pytest.raises(DataUnavailable) as info:
         find_real_data(user_cache=str(fresh / "user-cache"), wiki_api=dead)
     message = str(info.value)
