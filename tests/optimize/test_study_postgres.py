@@ -32,15 +32,15 @@ import optuna
 import pytest
 from optuna.trial import FrozenTrial, TrialState
 
-from optimize.compilation import CompileConfig, run_compile
 from optimize.study import count_active
 
 FIXTURES = Path(__file__).parents[1] / "fixtures"
 sys.path.insert(0, str(FIXTURES))
 
-from opt_fake import FakeLM, tiny_data  # noqa: E402
+from opt_helpers import run_tiny  # noqa: E402
 
 from tests.needs import missing  # noqa: E402
+from tests.ports import free_port  # noqa: E402
 
 REPO = Path(__file__).resolve().parents[2]
 SCRIPT = FIXTURES / "opt_run_study.py"
@@ -59,12 +59,6 @@ HOW_TO_GET_A_SERVER = (
 
 
 # --- where the server comes from ----------------------------------------------------------------
-
-
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
 
 
 @contextlib.contextmanager
@@ -105,7 +99,7 @@ def _debian_cluster(bin_dir: Path) -> Iterator[str]:
             "--encoding=UTF8",
             "--no-sync",
         )
-        port = _free_port()
+        port = free_port()
         options = f"-c listen_addresses=127.0.0.1 -p {port} -k {folder} -c fsync=off"
         run(pg_ctl, "start", "-w", "-D", str(data), "-l", str(log), "-o", options)
         try:
@@ -299,19 +293,9 @@ def test_a_dead_worker_on_another_host_stops_counting_after_the_grace_period(pos
         storage.engine.dispose()
 
 
-def test_a_missing_driver_names_the_extra_to_install(tmp_path, monkeypatch):
+def test_a_missing_driver_names_the_extra_to_install(tiny, tmp_path, monkeypatch):
     monkeypatch.setitem(sys.modules, "psycopg", None)  # import psycopg now fails
-    examples, store, knowledge = tiny_data()
-    config = CompileConfig(
-        model="fake",
-        dataset="tiny-in-code",
-        train=3,
-        dev=3,
-        trials=1,
-        context_tokens=400,
-        out=str(tmp_path),
-        storage="postgresql://frames:secret@127.0.0.1:5432/frames_test",
-    )
+    storage = "postgresql://frames:secret@127.0.0.1:5432/frames_test"
     with pytest.raises(ValueError, match=r'driver.*pip install -e "\.\[postgres\]"') as info:
-        run_compile(config, lm=FakeLM(knowledge), examples=examples, store=store)
+        run_tiny(tiny, tmp_path, trials=1, storage=storage)
     assert "secret" not in str(info.value)
