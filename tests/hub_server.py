@@ -48,18 +48,21 @@ import csv
 import hashlib
 import io
 import json
+import os
 import random
 import re
 import socket
 import threading
 import time
 from collections import Counter
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from urllib.parse import parse_qs, unquote, urlsplit
 
 FIXTURES = Path(__file__).parent / "fixtures"
+REPO = Path(__file__).resolve().parents[1]
 WIKIPEDIA = "wikimedia/wikipedia"
 FRAMES = "google/frames-benchmark"
 _LFS_SUFFIXES = (".parquet",)
@@ -566,6 +569,24 @@ def wikipedia_files(
     readme = "\n".join([*card, *infos, "---", "", "# Wikipedia (a local test copy)", ""])
     files["README.md"] = readme.encode("utf-8")
     return files
+
+
+def hub_env(
+    tmp_path: Path, hub: HubServer, base: Mapping[str, str] | None = None, **extra: str
+) -> dict[str, str]:
+    """A user's environment (``base``, default this process's) pointing the hub client at
+    ``hub``: no proxy and no token, a fresh Hugging Face cache under ``tmp_path``, no
+    telemetry, this checkout importable; ``extra`` on top."""
+    env = {k: v for k, v in (base or os.environ).items() if not k.lower().endswith("_proxy")}
+    env |= {
+        "HF_ENDPOINT": hub.endpoint,
+        "HF_HOME": str(tmp_path / "hf-home"),
+        "HF_HUB_DISABLE_TELEMETRY": "1",
+        "PYTHONPATH": str(REPO),
+        **extra,
+    }
+    env.pop("HF_TOKEN", None)
+    return env
 
 
 def frames_files(source: Path = FIXTURES / "eval_frames.csv") -> dict[str, bytes]:

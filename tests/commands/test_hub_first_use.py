@@ -20,7 +20,14 @@ import pytest
 
 from frames_dspy.data.questions import dataset_fingerprint, load_frames
 from tests.fault_server import FaultServer
-from tests.hub_server import FRAMES, WIKIPEDIA, HubServer, frames_files, wikipedia_files
+from tests.hub_server import (
+    FRAMES,
+    WIKIPEDIA,
+    HubServer,
+    frames_files,
+    hub_env,
+    wikipedia_files,
+)
 
 REPO = Path(__file__).resolve().parents[2]
 FIXTURES = Path(__file__).parents[1] / "fixtures"
@@ -44,16 +51,8 @@ def model():
 @pytest.fixture
 def user(tmp_path, env, hub) -> dict[str, str]:
     """A fresh machine: no data folder, empty caches, the hub client pointed at ``hub``."""
-    env = {k: v for k, v in env.items() if not k.lower().endswith("_proxy")}
+    env = hub_env(tmp_path, hub, env, OPENAI_API_KEY="placeholder")
     env.pop("FRAMES_DATA_DIR", None)
-    env.pop("HF_TOKEN", None)
-    env |= {
-        "HF_ENDPOINT": hub.endpoint,
-        "HF_HOME": str(tmp_path / "hf-home"),
-        "HF_HUB_DISABLE_TELEMETRY": "1",
-        "OPENAI_API_KEY": "placeholder",
-        "PYTHONPATH": str(REPO),
-    }
     return env
 
 

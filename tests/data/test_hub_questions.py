@@ -10,7 +10,6 @@ line naming the fixes.
 
 from __future__ import annotations
 
-import os
 import subprocess
 import sys
 from pathlib import Path
@@ -18,7 +17,7 @@ from pathlib import Path
 import pytest
 
 from frames_dspy.data.questions import dataset_fingerprint, load_frames
-from tests.hub_server import FRAMES, HubServer, frames_files
+from tests.hub_server import FRAMES, HubServer, frames_files, hub_env
 
 REPO = Path(__file__).resolve().parents[2]
 FIXTURES = Path(__file__).parents[1] / "fixtures"
@@ -43,13 +42,7 @@ def frames_hub():
 
 
 def load(tmp_path: Path, server: HubServer, repo: str = FRAMES, revision: str = "") -> str:
-    env = {k: v for k, v in os.environ.items() if not k.lower().endswith("_proxy")}
-    env |= {
-        "HF_ENDPOINT": server.endpoint,
-        "HF_HOME": str(tmp_path / "hf-home"),
-        "HF_HUB_DISABLE_TELEMETRY": "1",
-        "PYTHONPATH": str(REPO),
-    }
+    env = hub_env(tmp_path, server)
     argv = [sys.executable, "-c", _LOAD, repo, revision]
     done = subprocess.run(argv, env=env, capture_output=True, text=True, timeout=120, cwd=REPO)
     (line,) = [x for x in done.stdout.splitlines() if x.startswith(("OK ", "ERROR "))] or [

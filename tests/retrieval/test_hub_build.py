@@ -11,14 +11,13 @@ what they had not indexed (bytes counted by the server), and a pinned commit is 
 from __future__ import annotations
 
 import json
-import os
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
 
-from tests.hub_server import WIKIPEDIA, HubServer, wikipedia_files
+from tests.hub_server import WIKIPEDIA, HubServer, hub_env, wikipedia_files
 
 REPO = Path(__file__).resolve().parents[2]
 CONFIG = "20231101.xx"
@@ -59,20 +58,6 @@ print("RESULT", json.dumps({
     "top": [[h.article_id for h in found] for found in hits],
 }))
 """.replace("CHUNK", str(CHUNK))
-
-
-def hub_env(tmp_path: Path, hub: HubServer, **extra: str) -> dict[str, str]:
-    """A user's environment pointing the hub client at ``hub``, with a fresh Hugging Face cache."""
-    env = {k: v for k, v in os.environ.items() if not k.lower().endswith("_proxy")}
-    env |= {
-        "HF_ENDPOINT": hub.endpoint,
-        "HF_HOME": str(tmp_path / "hf-home"),
-        "HF_HUB_DISABLE_TELEMETRY": "1",
-        "PYTHONPATH": str(REPO),
-        **extra,
-    }
-    env.pop("HF_TOKEN", None)
-    return env
 
 
 def build(env: dict, corpus: str, index: Path, *, stop: int | None = None):
