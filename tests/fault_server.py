@@ -20,6 +20,7 @@ import hashlib
 import json
 import random
 import re
+import sys
 import threading
 import time
 from collections import Counter
@@ -27,6 +28,8 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 #: A question containing this word always fails with HTTP 500.
 POISON = "POISONED"
+#: The model name a client asks the server for (an OpenAI-compatible one, via LiteLLM).
+MODEL = "openai/fault-model"
 
 _FIELD = re.compile(r"^\d+\. `(\w+)` \(([^)]*)\)", re.MULTILINE)
 _SECTION = re.compile(r"\[\[ ## (\w+) ## \]\]\n(.*?)(?=\n\n\[\[ ## |\Z)", re.DOTALL)
@@ -197,6 +200,16 @@ class FaultServer:
         self._timer.cancel()
         self.httpd.shutdown()
         self.httpd.server_close()
+
+
+def evaluate_command(server: FaultServer, *args: str) -> list[str]:
+    """``python -m frames_dspy.evaluate`` with the server's model, no LM cache and no progress
+    lines: the command line the subprocess tests run, ``args`` (data, conditions, folder) after.
+    """
+    return [
+        sys.executable, "-m", "frames_dspy.evaluate", "--model", MODEL, "--api-base", server.url,
+        "--cache", "off", "--quiet", *args,
+    ]  # fmt: skip
 
 
 def main() -> None:

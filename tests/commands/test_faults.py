@@ -14,14 +14,13 @@ import csv
 import json
 import signal
 import subprocess
-import sys
 import time
 from collections import Counter
 from pathlib import Path
 
 import pytest
 
-from tests.fault_server import POISON, FaultServer
+from tests.fault_server import MODEL, POISON, FaultServer, evaluate_command
 
 N_QUESTIONS = 64
 POISONED = {i for i in range(N_QUESTIONS) if i % 10 == 7}  # 6 of 64: 9.4% > 5%
@@ -59,32 +58,11 @@ def _data(folder: Path, n: int, poisoned: set[int]) -> tuple[Path, Path]:
 
 
 def _command(server: FaultServer, dataset: Path, corpus: Path, out: Path, conditions: str):
-    return [
-        sys.executable,
-        "-m",
-        "frames_dspy.evaluate",
-        "--model",
-        "openai/fault-model",
-        "--api-base",
-        server.url,
-        "--dataset",
-        str(dataset),
-        "--corpus",
-        str(corpus),
-        "--distractors",
-        "none",
-        "--conditions",
-        conditions,
-        "--threads",
-        "8",
-        "--lm-timeout",
-        str(TIMEOUT),
-        "--cache",
-        "off",
-        "--out",
-        str(out),
-        "--quiet",
-    ]
+    return evaluate_command(
+        server, "--dataset", str(dataset), "--corpus", str(corpus), "--distractors", "none",
+        "--conditions", conditions, "--threads", "8", "--lm-timeout", str(TIMEOUT),
+        "--out", str(out),
+    )  # fmt: skip
 
 
 def _records(out: Path) -> list[dict]:
@@ -178,7 +156,7 @@ def test_a_run_whose_program_always_fails_counts_every_question_and_exits_non_ze
 def _api_lm(server: FaultServer, **kwargs):
     from frames_dspy.lm import make_lm
 
-    return make_lm("openai/fault-model", api_base=server.url, cache=False, **kwargs)
+    return make_lm(MODEL, api_base=server.url, cache=False, **kwargs)
 
 
 @pytest.fixture

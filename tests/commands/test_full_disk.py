@@ -24,7 +24,7 @@ from frames_dspy.base import files
 from frames_dspy.results import records as records_module
 from tests.commands.test_evaluate import call_main, no_real_lm  # noqa: F401 (a fixture)
 from tests.commands.test_faults import _data, _records
-from tests.fault_server import FaultServer
+from tests.fault_server import FaultServer, evaluate_command
 
 WHY = {
     errno.ENOSPC: ("no space left on the device", "free some space"),
@@ -182,11 +182,10 @@ def test_a_real_full_disk_on_a_small_tmpfs(tmp_path):
     }
     env.pop("OPENAI_API_KEY", None)
     with FaultServer(p_500=0, p_429=0, p_stall=0, lifetime=300) as server:
-        command = [
-            sys.executable, "-m", "frames_dspy.evaluate", "--model", "openai/fault-model",
-            "--api-base", server.url, "--dataset", str(dataset), "--corpus", str(corpus),
-            "--distractors", "none", "--conditions", "naive,bm25-2", "--cache", "off", "--quiet",
-        ]  # fmt: skip
+        command = evaluate_command(
+            server, "--dataset", str(dataset), "--corpus", str(corpus), "--distractors", "none",
+            "--conditions", "naive,bm25-2",
+        )  # fmt: skip
         done = subprocess.run(
             [*namespace, "sh", "-c", _SCRIPT, "sh", *command],
             env=env,

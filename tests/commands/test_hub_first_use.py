@@ -13,13 +13,12 @@ from __future__ import annotations
 
 import json
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
 from frames_dspy.data.questions import dataset_fingerprint, load_frames
-from tests.fault_server import FaultServer
+from tests.fault_server import FaultServer, evaluate_command
 from tests.hub_server import (
     FRAMES,
     WIKIPEDIA,
@@ -57,23 +56,7 @@ def user(tmp_path, env, hub) -> dict[str, str]:
 
 
 def evaluate(env: dict, model: FaultServer, out: Path, *args: str):
-    command = [
-        sys.executable,
-        "-m",
-        "frames_dspy.evaluate",
-        "--model",
-        "openai/fault-model",
-        "--api-base",
-        model.url,
-        "--conditions",
-        "bm25-2,oracle",
-        "--cache",
-        "off",
-        "--out",
-        str(out),
-        "--quiet",
-        *args,
-    ]
+    command = evaluate_command(model, "--conditions", "bm25-2,oracle", "--out", str(out), *args)
     return subprocess.run(command, env=env, capture_output=True, text=True, timeout=300, cwd=REPO)
 
 

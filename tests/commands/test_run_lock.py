@@ -13,7 +13,6 @@ from __future__ import annotations
 import json
 import signal
 import subprocess
-import sys
 import time
 from collections import Counter
 from pathlib import Path
@@ -24,7 +23,7 @@ from opt_helpers import quiet_optuna, run_tiny  # noqa: F401 (quiet_optuna: an a
 from frames_dspy.base.locks import FolderInUse, holder_of
 from tests.base.test_locks import _hold, _stop
 from tests.commands.test_faults import _data, _records
-from tests.fault_server import FaultServer
+from tests.fault_server import MODEL, FaultServer, evaluate_command
 
 N_QUESTIONS = 20
 CONDITIONS = ("naive", "bm25-2")
@@ -33,13 +32,11 @@ KEYS = {(c, i) for c in CONDITIONS for i in range(N_QUESTIONS)}
 
 def _command(server: FaultServer, data: tuple[Path, Path], out: Path) -> list[str]:
     dataset, corpus = data
-    return [
-        sys.executable, "-m", "frames_dspy.evaluate",
-        "--model", "openai/fault-model", "--api-base", server.url,
+    return evaluate_command(
+        server,
         "--dataset", str(dataset), "--corpus", str(corpus), "--distractors", "none",
-        "--conditions", ",".join(CONDITIONS), "--limit", str(N_QUESTIONS),
-        "--cache", "off", "--out", str(out), "--quiet",
-    ]  # fmt: skip
+        "--conditions", ",".join(CONDITIONS), "--limit", str(N_QUESTIONS), "--out", str(out),
+    )  # fmt: skip
 
 
 def _start(command: list[str], env: dict[str, str]) -> subprocess.Popen:
@@ -80,7 +77,7 @@ def test_two_runs_started_together_on_one_folder_one_is_refused(tmp_path, env):
     assert len(err.strip().splitlines()) == 1
     assert err.startswith(f"error: run folder {out} is in use by pid {winner.pid} on ")
     # The holder's command as typed (its interpreter is python or python3, as pytest was run).
-    assert f" -m frames_dspy.evaluate --model openai/fault-model --api-base {server.url}" in err
+    assert f" -m frames_dspy.evaluate --model {MODEL} --api-base {server.url}" in err
     assert err.strip().endswith(
         "wait for it to finish (then rerun to resume), or choose another --out"
     )
