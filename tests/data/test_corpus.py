@@ -102,24 +102,28 @@ def test_empty_corpus_file(tmp_path, content):
     assert "no articles" in message
 
 
-def test_line_that_is_not_json_names_its_line(tmp_path):
-    path = _write_lines(
-        tmp_path / "p.jsonl", _record(title="A", text="a"), _record(title="B", text="b"), "{oops"
-    )
-    message = _corpus_error(path)
-    assert str(path) in message
-    assert "line 3" in message
-
-
 @pytest.mark.parametrize(
-    "line", [_record(title="No text"), _record(text="no title"), "[1, 2]"], ids=str
+    ("lines", "says"),
+    [
+        pytest.param(["{oops"], ["line 3"], id="not JSON"),
+        pytest.param(
+            [_record(title="No text")], ["line 3", "'title' and 'text'"], id="without text"
+        ),
+        pytest.param(
+            [_record(text="no title")], ["line 3", "'title' and 'text'"], id="without title"
+        ),
+        pytest.param(["[1, 2]"], ["line 3", "'title' and 'text'"], id="not an object"),
+        pytest.param(
+            [_record(page_id="p1", title="C", text="c")], ["'p1'", "line 3"], id="duplicate id"
+        ),
+    ],
 )
-def test_record_without_title_or_text(tmp_path, line):
-    path = _write_lines(tmp_path / "p.jsonl", _record(title="A", text="a"), line)
+def test_a_bad_line_is_named_by_file_and_line(tmp_path, lines, says):
+    good = _record(page_id="p1", title="A", text="a"), _record(title="B", text="b")
+    path = _write_lines(tmp_path / "p.jsonl", *good, *lines)
     message = _corpus_error(path)
     assert str(path) in message
-    assert "line 2" in message
-    assert "'title' and 'text'" in message
+    assert [part for part in says if part not in message] == []
 
 
 def test_non_utf8_corpus(tmp_path):
@@ -128,18 +132,6 @@ def test_non_utf8_corpus(tmp_path):
     message = _corpus_error(path)
     assert str(path) in message
     assert "not UTF-8" in message
-
-
-def test_duplicate_article_ids(tmp_path):
-    path = _write_lines(
-        tmp_path / "p.jsonl",
-        _record(page_id="p1", title="A", text="a"),
-        _record(page_id="p1", title="B", text="b"),
-    )
-    message = _corpus_error(path)
-    assert str(path) in message
-    assert "'p1'" in message
-    assert "line 2" in message
 
 
 def test_file_that_is_not_gzip(tmp_path):

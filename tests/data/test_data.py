@@ -185,42 +185,50 @@ def test_missing_file(tmp_path):
     assert "does not exist" in message
 
 
-def test_empty_file(tmp_path):
-    path = _write(tmp_path, "empty.csv", "")
+@pytest.mark.parametrize(
+    ("name", "text", "says"),
+    [
+        pytest.param("empty.csv", "", ["empty"], id="empty"),
+        pytest.param("header.csv", HEADER, ["no rows"], id="header only"),
+        pytest.param(
+            "cols.csv",
+            "id,Prompt,wikipedia_link_1\n0,Q?,https://en.wikipedia.org/wiki/A\n",
+            ["'Answer'", "'reasoning_types'"],
+            id="required columns missing",
+        ),
+        pytest.param(
+            "links.csv",
+            "id,Prompt,Answer,reasoning_types\n0,Q?,A,Post processing\n",
+            ["wikipedia_link_* or wiki_links"],
+            id="link columns missing",
+        ),
+        pytest.param(
+            "dups.csv",
+            HEADER + 2 * "7,Q?,A,https://en.wikipedia.org/wiki/A,Post processing\n",
+            ["id 7 appears twice", "rows 1 and 2"],
+            id="duplicate ids",
+        ),
+        pytest.param(
+            "frames.json", TINY_CSV.read_text(encoding="utf-8"), [".tsv or .csv"], id="suffix"
+        ),
+        pytest.param(
+            "ids.csv",
+            HEADER + "x7,Q?,A,https://en.wikipedia.org/wiki/A,Post\n",
+            ["'x7'"],
+            id="non-integer id",
+        ),
+    ],
+)
+def test_a_refused_file_is_named_with_what_is_wrong(tmp_path, name, text, says):
+    path = _write(tmp_path, name, text)
     message = _error(path)
     assert str(path) in message
-    assert "empty" in message
+    assert [part for part in says if part not in message] == []
 
 
 def test_whitespace_only_file_counts_as_empty(tmp_path):
     path = _write(tmp_path, "blank.tsv", "\n  \n")
     assert "empty" in _error(path)
-
-
-def test_header_only_file(tmp_path):
-    path = _write(tmp_path, "header.csv", HEADER)
-    message = _error(path)
-    assert str(path) in message
-    assert "no rows" in message
-
-
-def test_missing_required_columns(tmp_path):
-    path = _write(
-        tmp_path, "cols.csv", "id,Prompt,wikipedia_link_1\n0,Q?,https://en.wikipedia.org/wiki/A\n"
-    )
-    message = _error(path)
-    assert str(path) in message
-    assert "'Answer'" in message
-    assert "'reasoning_types'" in message
-
-
-def test_missing_link_columns(tmp_path):
-    path = _write(
-        tmp_path, "links.csv", "id,Prompt,Answer,reasoning_types\n0,Q?,A,Post processing\n"
-    )
-    message = _error(path)
-    assert str(path) in message
-    assert "wikipedia_link_* or wiki_links" in message
 
 
 def test_non_utf8_bytes(tmp_path):
@@ -233,29 +241,6 @@ def test_non_utf8_bytes(tmp_path):
     message = _error(path)
     assert str(path) in message
     assert "not UTF-8" in message
-
-
-def test_duplicate_ids(tmp_path):
-    row = "7,Q?,A,https://en.wikipedia.org/wiki/A,Post processing\n"
-    path = _write(tmp_path, "dups.csv", HEADER + row + row)
-    message = _error(path)
-    assert str(path) in message
-    assert "id 7 appears twice" in message
-    assert "rows 1 and 2" in message
-
-
-def test_wrong_suffix(tmp_path):
-    path = _write(tmp_path, "frames.json", TINY_CSV.read_text(encoding="utf-8"))
-    message = _error(path)
-    assert str(path) in message
-    assert ".tsv or .csv" in message
-
-
-def test_non_integer_id(tmp_path):
-    path = _write(tmp_path, "ids.csv", HEADER + "x7,Q?,A,https://en.wikipedia.org/wiki/A,Post\n")
-    message = _error(path)
-    assert str(path) in message
-    assert "'x7'" in message
 
 
 @pytest.mark.parametrize(
