@@ -311,20 +311,18 @@ ROUND_TABLE = {
 }
 
 
+def scripted(store, **settings) -> MultiHop:
+    """A MultiHop over the scripted retriever (:data:`ROUND_TABLE`) with a 500-token budget."""
+    return MultiHop(ScriptedRetriever(store, ROUND_TABLE), context_tokens=500, **settings)
+
+
 @pytest.mark.parametrize("rounds", [1, 2, 3])
 @pytest.mark.parametrize("planning", [True, False])
 def test_multihop_runs_the_requested_rounds(store, rounds, planning):
     written = [["Bell birthplace"], ["capital of Scotland"], ["Edinburgh river"]]
     step = plan if planning else (lambda *q: {"queries": list(q)})
     lm = DummyLM([step(*written[r]) for r in range(rounds)] + [{"answer": "Water of Leith"}])
-    program = MultiHop(
-        ScriptedRetriever(store, ROUND_TABLE),
-        rounds=rounds,
-        k=2,
-        n_docs=2,
-        planning=planning,
-        context_tokens=500,
-    )
+    program = scripted(store, rounds=rounds, k=2, n_docs=2, planning=planning)
     pred = run(program, lm, question=QUESTION)
     assert pred.answer == "Water of Leith"
     assert len(pred.context_ids) == rounds
@@ -338,22 +336,13 @@ def test_multihop_runs_the_requested_rounds(store, rounds, planning):
 def test_multihop_k_and_include_question(store):
     many = plan("Bell birthplace", "capital of Scotland", "Edinburgh river", "Water of Leith")
     lm = DummyLM([many, {"answer": "x"}])
-    program = MultiHop(
-        ScriptedRetriever(store, ROUND_TABLE), rounds=1, k=3, n_docs=1, context_tokens=500
-    )
+    program = scripted(store, rounds=1, k=3, n_docs=1)
     pred = run(program, lm, question=QUESTION)
     assert pred.queries == [[QUESTION, "Bell birthplace", "capital of Scotland"]]
     assert "[[ ## n_queries ## ]]\n2" in user_message(lm, 0)
 
     lm = DummyLM([many, {"answer": "x"}])
-    program = MultiHop(
-        ScriptedRetriever(store, ROUND_TABLE),
-        rounds=1,
-        k=3,
-        n_docs=1,
-        include_question=False,
-        context_tokens=500,
-    )
+    program = scripted(store, rounds=1, k=3, n_docs=1, include_question=False)
     pred = run(program, lm, question=QUESTION)
     assert pred.queries == [["Bell birthplace", "capital of Scotland", "Edinburgh river"]]
     assert QUESTION not in pred.queries[0]
@@ -365,14 +354,7 @@ def test_multihop_trace_keeps_only_the_queries_sent(store):
     # model must not become a demo many times longer than what the program sent.
     runaway = plan("Bell birthplace", *["Edinburgh river", "July"] * 30)
     lm = DummyLM([runaway, {"answer": "x"}])
-    program = MultiHop(
-        ScriptedRetriever(store, ROUND_TABLE),
-        rounds=1,
-        k=2,
-        n_docs=1,
-        include_question=False,
-        context_tokens=500,
-    )
+    program = scripted(store, rounds=1, k=2, n_docs=1, include_question=False)
     with dspy.context(lm=lm, trace=[]):
         pred = program(question=QUESTION)
         trace = list(dspy.settings.trace)
@@ -383,9 +365,7 @@ def test_multihop_trace_keeps_only_the_queries_sent(store):
 
 def test_multihop_with_k1_and_the_question_writes_no_queries(store):
     lm = DummyLM([{"answer": "x"}])
-    program = MultiHop(
-        ScriptedRetriever(store, ROUND_TABLE), rounds=3, k=1, n_docs=1, context_tokens=500
-    )
+    program = scripted(store, rounds=3, k=1, n_docs=1)
     pred = run(program, lm, question=QUESTION)
     assert pred.queries == [[QUESTION]] * 3
     assert len(lm.history) == 1
@@ -418,9 +398,7 @@ def test_multihop_n_docs_and_no_article_twice(store, honour_exclude):
 
 def test_multihop_later_rounds_see_found_articles_and_past_queries(store):
     lm = DummyLM([plan("Bell birthplace"), plan("Edinburgh river"), {"answer": "x"}])
-    program = MultiHop(
-        ScriptedRetriever(store, ROUND_TABLE), rounds=2, k=2, n_docs=1, context_tokens=500
-    )
+    program = scripted(store, rounds=2, k=2, n_docs=1)
     run(program, lm, question=QUESTION)
     first, second = user_message(lm, 0), user_message(lm, 1)
     assert "(nothing yet)" in first
@@ -432,9 +410,7 @@ def test_a_traced_round_keeps_the_past_queries_it_was_shown(store):
     # Bootstrapped demos are made from the trace: a round's entry must hold the past queries
     # that round was shown, not the list as later rounds extended it.
     lm = DummyLM([plan("Bell birthplace"), plan("Edinburgh river"), {"answer": "x"}])
-    program = MultiHop(
-        ScriptedRetriever(store, ROUND_TABLE), rounds=2, k=2, n_docs=1, context_tokens=500
-    )
+    program = scripted(store, rounds=2, k=2, n_docs=1)
     with dspy.context(lm=lm, trace=[]):
         program(question=QUESTION)
         trace = list(dspy.settings.trace)
@@ -456,14 +432,7 @@ def test_multihop_drops_empty_duplicate_and_repeated_queries(store, planning):
             {"answer": "x"},
         ]
     )
-    program = MultiHop(
-        ScriptedRetriever(store, ROUND_TABLE),
-        rounds=2,
-        k=4,
-        n_docs=1,
-        planning=planning,
-        context_tokens=500,
-    )
+    program = scripted(store, rounds=2, k=4, n_docs=1, planning=planning)
     pred = run(program, lm, question=QUESTION)
     assert pred.queries[0] == [QUESTION, "Bell birthplace"]
     stats = pred.query_stats
@@ -517,9 +486,7 @@ def test_query_stats_add_up_and_read_as_the_records_dict():
 
 def test_multihop_prediction_carries_the_counts_as_a_dict(store):
     lm = DummyLM([plan("Bell birthplace", "bell birthplace"), {"answer": "x"}])
-    program = MultiHop(
-        ScriptedRetriever(store, ROUND_TABLE), rounds=1, k=3, n_docs=1, context_tokens=500
-    )
+    program = scripted(store, rounds=1, k=3, n_docs=1)
     pred = run(program, lm, question=QUESTION)
     assert pred.query_stats == QueryStats(generated=2, dropped_duplicates=1).as_dict()
 
