@@ -15,6 +15,8 @@ import pandas as pd
 import pytest
 from opt_fake import FakeLM
 from opt_helpers import (
+    compile_refuses,
+    config_of,
     load_study,
     quiet_optuna,  # noqa: F401 (an autouse fixture)
     run_tiny,
@@ -24,7 +26,6 @@ from frames_dspy.commands import compile as opt_compile
 from frames_dspy.results.summary import summarize_records
 from frames_dspy.run.evaluation import EvalConfig, run_evaluation
 from optimize.compilation import outcome_lines
-from optimize.config import CompileConfig
 from optimize.scores import ChosenTrial, TestScore
 
 
@@ -120,10 +121,7 @@ def test_two_trial_study_writes_every_file_and_a_reproducible_test_score(tiny, t
     ],
 )
 def test_bad_input_exits_non_zero_with_a_clear_message(argv, message, capsys):
-    with pytest.raises(SystemExit) as exit_info:
-        opt_compile.main(argv)
-    assert exit_info.value.code == 2
-    assert message in capsys.readouterr().err
+    assert message in compile_refuses(argv, capsys)
 
 
 def test_help_teaches(capsys):
@@ -146,8 +144,7 @@ def test_missing_corpus_is_a_clear_error(tmp_path, monkeypatch, capsys):
 def test_ranges_limits_and_picks_parse_into_the_config():
     argv = ["--rounds", "2-4", "--k", "3", "--n-docs", "1-10", "--prompts", "planning"]
     argv += ["--test-limit", "all", "--pick", " cheapest-within:0.020 ", "--instructions-only"]
-    args = opt_compile.build_parser().parse_args(argv)
-    config = CompileConfig(**{k: v for k, v in vars(args).items() if k not in ("quiet", "verbose")})
+    config = config_of(argv)
     assert (config.rounds, config.k, config.n_docs) == ((2, 4), (3, 3), (1, 10))
     assert config.prompts == ("planning",) and config.test_limit is None
     assert config.pick == "cheapest-within:0.02" and config.instructions_only is True
@@ -168,10 +165,7 @@ def test_ranges_limits_and_picks_parse_into_the_config():
     ],
 )
 def test_bad_search_options_are_refused(argv, message, capsys):
-    with pytest.raises(SystemExit) as exit_info:
-        opt_compile.main(argv)
-    assert exit_info.value.code == 2
-    assert message in capsys.readouterr().err
+    assert message in compile_refuses(argv, capsys)
 
 
 def test_the_outcome_of_a_recall_or_lift_study_shows_recall_and_no_accuracy():

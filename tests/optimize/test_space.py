@@ -7,11 +7,9 @@ import re
 
 import optuna
 import pytest
+from opt_helpers import compile_refuses, config_of
 
-from frames_dspy.commands import compile as opt_compile
-from frames_dspy.commands.compile import build_parser
 from frames_dspy.programs import ProgramSpec
-from optimize.config import CompileConfig
 from optimize.space import SearchSpace, searches_by_lm, trial_label, trial_spec
 
 
@@ -84,10 +82,9 @@ def test_a_trial_can_choose_the_question_query_and_the_found_view():
         include_question=True,
     )
     assert (spec.include_question, spec.found_tokens, spec.lead_chars) == (False, 200, 60)
-    args = build_parser().parse_args(
+    config = config_of(
         ["--found-tokens", "100,400", "--lead-chars", "60", "--search-question-query"]
     )
-    config = CompileConfig(**{k: v for k, v in vars(args).items() if k not in ("quiet", "verbose")})
     space = config.search_space()
     assert space.found_tokens == (100, 400) and space.lead_chars == (60,)
     assert space.question_query == (True, False)
@@ -120,8 +117,7 @@ def test_a_trial_can_choose_the_titles_prompt_and_the_questions_own_budget():
     assert spec.describe() == "multihop titles r2 k3 n1 q4"
     # Without the question as a query it has no budget of its own.
     assert trial_spec({**params, "question_query": False}).question_docs is None
-    args = build_parser().parse_args(["--prompts", "titles", "--question-docs", "2,4"])
-    config = CompileConfig(**{k: v for k, v in vars(args).items() if k not in ("quiet", "verbose")})
+    config = config_of(["--prompts", "titles", "--question-docs", "2,4"])
     space = config.search_space()
     assert space.prompts == ("titles",) and space.question_docs == (2, 4)
     assert space.as_dict()["question_docs"] == [2, 4]
@@ -139,8 +135,7 @@ def test_a_trials_phrase_budget_needs_the_questions_own():
     assert SearchSpace(lm_from_round=(1, 2)).as_dict()["lm_from_round"] == [1, 2]
     with pytest.raises(ValueError, match="must be >= 0"):
         SearchSpace(phrase_docs=(-1,))
-    args = build_parser().parse_args(["--phrase-docs", "0,6", "--objective", "lift"])
-    config = CompileConfig(**{k: v for k, v in vars(args).items() if k not in ("quiet", "verbose")})
+    config = config_of(["--phrase-docs", "0,6", "--objective", "lift"])
     with pytest.raises(ValueError, match="--phrase-docs needs --question-docs"):
         config.validate()
     assert config.optimizer_settings(embedded=True).objective == "recall"
@@ -235,11 +230,6 @@ def test_a_bad_agent_space_is_refused(space, message):
         SearchSpace(**space)
 
 
-def config_of(argv: list[str]) -> CompileConfig:
-    args = build_parser().parse_args(argv)
-    return CompileConfig(**{k: v for k, v in vars(args).items() if k not in ("quiet", "verbose")})
-
-
 def test_the_agent_flags_become_the_study_space():
     argv = ["--kinds", "multihop,agent", "--max-steps", "3-8", "--max-articles", "4"]
     space = config_of(argv + ["--max-agent-tokens", "2000,8000", "--n-docs", "2-5"]).search_space()
@@ -271,7 +261,4 @@ def test_the_agent_flags_become_the_study_space():
     ],
 )
 def test_settings_that_do_not_fit_the_kinds_exit_2_with_the_fix(argv, message, capsys):
-    with pytest.raises(SystemExit) as exit_info:
-        opt_compile.main(argv)
-    assert exit_info.value.code == 2
-    assert message in capsys.readouterr().err
+    assert message in compile_refuses(argv, capsys)
