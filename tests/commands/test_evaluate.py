@@ -526,6 +526,15 @@ def test_run_evaluation_runs_a_saved_program(data, tmp_path):
     assert set(keys_of(out)) == {("program", i) for i in range(3)}
 
 
+def data_argv(data, out: Path, *, corpus: Path | None = None) -> list[str]:
+    """The options of a run on the fixture data (``corpus`` instead of its corpus) without
+    distractors, into ``out``."""
+    return [
+        "--dataset", str(data["dataset"]), "--corpus", str(corpus or data["corpus"]),
+        "--distractors", "none", "--out", str(out),
+    ]  # fmt: skip
+
+
 def call_main(argv, capsys) -> tuple[int, str, str]:
     try:
         code = evaluate.main([*argv, "--quiet"])
@@ -637,21 +646,8 @@ def test_main_oracle_without_gold_articles(data, capsys, no_real_lm, tmp_path):
         )
         + "\n"
     )
-    code, _, err = call_main(
-        [
-            "--conditions",
-            "oracle",
-            "--dataset",
-            str(data["dataset"]),
-            "--corpus",
-            str(corpus),
-            "--distractors",
-            "none",
-            "--out",
-            str(tmp_path / "run"),
-        ],
-        capsys,
-    )
+    argv = ["--conditions", "oracle", *data_argv(data, tmp_path / "run", corpus=corpus)]
+    code, _, err = call_main(argv, capsys)
     assert code == 2
     assert "oracle condition needs gold articles" in err
     assert "--corpus" in err
@@ -661,19 +657,7 @@ def test_main_oracle_without_gold_articles(data, capsys, no_real_lm, tmp_path):
 def test_main_program_of_another_shape(data, capsys, no_real_lm, tmp_path):
     program = wrong_shape_program(tmp_path / "program.json")
     code, _, err = call_main(
-        [
-            "--program",
-            str(program),
-            "--dataset",
-            str(data["dataset"]),
-            "--corpus",
-            str(data["corpus"]),
-            "--distractors",
-            "none",
-            "--out",
-            str(tmp_path / "run"),
-        ],
-        capsys,
+        ["--program", str(program), *data_argv(data, tmp_path / "run")], capsys
     )
     assert code == 2
     assert "different program shape" in err
@@ -691,21 +675,7 @@ def test_main_missing_program_file(data, capsys, no_real_lm, tmp_path):
 
 def test_main_runs_and_prints_the_table(data, capsys, no_real_lm, tmp_path):
     out = tmp_path / "run"
-    code, stdout, _ = call_main(
-        [
-            "--conditions",
-            "naive,oracle",
-            "--dataset",
-            str(data["dataset"]),
-            "--corpus",
-            str(data["corpus"]),
-            "--distractors",
-            "none",
-            "--out",
-            str(out),
-        ],
-        capsys,
-    )
+    code, stdout, _ = call_main(["--conditions", "naive,oracle", *data_argv(data, out)], capsys)
     assert code == 0
     assert "| naive | 3 |" in stdout and "| oracle | 3 |" in stdout
     assert f"run folder: {out}" in stdout

@@ -22,7 +22,11 @@ import pytest
 
 from frames_dspy.base import files
 from frames_dspy.results import records as records_module
-from tests.commands.test_evaluate import call_main, no_real_lm  # noqa: F401 (a fixture)
+from tests.commands.test_evaluate import (  # noqa: F401 (no_real_lm: a fixture)
+    call_main,
+    data_argv,
+    no_real_lm,
+)
 from tests.commands.test_faults import _data, _records
 from tests.fault_server import FaultServer, evaluate_command
 
@@ -34,10 +38,7 @@ WHY = {
 
 
 def _argv(data, out: Path, conditions: str = "naive,oracle") -> list[str]:
-    return [
-        "--conditions", conditions, "--dataset", str(data["dataset"]),
-        "--corpus", str(data["corpus"]), "--distractors", "none", "--out", str(out),
-    ]  # fmt: skip
+    return ["--conditions", conditions, *data_argv(data, out)]
 
 
 def _error_lines(err: str) -> list[str]:
