@@ -15,10 +15,9 @@ def test_cost_estimate_follows_the_program_shape():
     assert question_cost(one, context_tokens=1000)[0] == 1  # k=1: the question is the query
     calls, tokens = question_cost({**one, "k": 3}, context_tokens=1000)
     assert calls == 4 and tokens > 1000
-    estimate = estimate_cost(
+    estimate = small_estimate(
         space=SearchSpace(),
         trials=10,
-        n_train=5,
         n_dev=20,
         n_test=50,
         context_tokens=2000,
