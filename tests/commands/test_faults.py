@@ -72,6 +72,18 @@ def _records(out: Path) -> list[dict]:
     return [json.loads(line) for line in path.read_text().splitlines() if line.endswith("}")]
 
 
+def kill_once_recorded(run: subprocess.Popen, out: Path, n: int, *, within: float) -> int:
+    """SIGKILL ``run`` (an evaluate writing into ``out``) once it has recorded ``n`` answers,
+    or after ``within`` seconds (it must not end first); returns how many it had recorded."""
+    deadline = time.monotonic() + within
+    while len(_records(out)) < n and time.monotonic() < deadline:
+        assert run.poll() is None, run.communicate()[1][-3000:]
+        time.sleep(0.1)
+    run.send_signal(signal.SIGKILL)
+    run.communicate(timeout=30)
+    return len(_records(out))
+
+
 def test_faults_are_retried_counted_and_survive_a_kill(tmp_path, env):
     dataset, corpus = _data(tmp_path, N_QUESTIONS, POISONED)
     out = tmp_path / "run"
@@ -80,13 +92,7 @@ def test_faults_are_retried_counted_and_survive_a_kill(tmp_path, env):
         first = subprocess.Popen(
             command, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
         )
-        deadline = time.monotonic() + 240
-        while len(_records(out)) < 40 and time.monotonic() < deadline:
-            assert first.poll() is None, first.communicate()[1][-3000:]
-            time.sleep(0.2)
-        first.send_signal(signal.SIGKILL)
-        first.wait(timeout=30)
-        before_kill = len(_records(out))
+        before_kill = kill_once_recorded(first, out, 40, within=240)
         assert 0 < before_kill < 2 * N_QUESTIONS
 
         second = subprocess.run(command, env=env, capture_output=True, text=True, timeout=600)

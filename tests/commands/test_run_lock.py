@@ -11,7 +11,6 @@ way, and its ``--workers-only`` processes still share it.
 from __future__ import annotations
 
 import json
-import signal
 import subprocess
 import time
 from collections import Counter
@@ -22,7 +21,7 @@ from opt_helpers import quiet_optuna, run_tiny  # noqa: F401 (quiet_optuna: an a
 
 from frames_dspy.base.locks import FolderInUse, holder_of
 from tests.base.test_locks import _hold, _stop
-from tests.commands.test_faults import _data, _records
+from tests.commands.test_faults import _data, _records, kill_once_recorded
 from tests.fault_server import MODEL, FaultServer, evaluate_command
 
 N_QUESTIONS = 20
@@ -90,13 +89,7 @@ def test_a_killed_holder_leaves_no_stale_lock_and_the_run_resumes(tmp_path, env)
     with FaultServer(p_500=0, p_429=0, p_stall=0, latency=0.1, lifetime=300) as server:
         command = _command(server, data, out)
         first = _start(command, env)
-        deadline = time.monotonic() + 120
-        while len(_records(out)) < 5 and time.monotonic() < deadline:
-            assert first.poll() is None, first.communicate()[1][-2000:]
-            time.sleep(0.1)
-        first.send_signal(signal.SIGKILL)
-        first.communicate(timeout=30)
-        before = len(_records(out))
+        before = kill_once_recorded(first, out, 5, within=120)
         assert 5 <= before < len(KEYS)
         assert holder_of(out)["pid"] == first.pid  # the file stays; its lock died with it
         second = subprocess.run(command, env=env, capture_output=True, text=True, timeout=300)
