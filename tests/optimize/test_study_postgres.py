@@ -61,6 +61,12 @@ HOW_TO_GET_A_SERVER = (
 # --- where the server comes from ----------------------------------------------------------------
 
 
+def _runuser() -> str | None:
+    """``runuser``, which lets root run the server as postgres; it lives in an sbin folder,
+    which a user's PATH may leave out."""
+    return shutil.which("runuser") or shutil.which("runuser", path="/usr/sbin:/sbin")
+
+
 @contextlib.contextmanager
 def _debian_cluster(bin_dir: Path) -> Iterator[str]:
     """A throwaway cluster in a temporary folder, on 127.0.0.1 and a free port."""
@@ -71,7 +77,7 @@ def _debian_cluster(bin_dir: Path) -> Iterator[str]:
     # The server refuses to run as root: then every server command runs as the postgres user.
     as_user = []
     if os.geteuid() == 0:
-        as_user = ["runuser", "-u", "postgres", "--"]
+        as_user = [str(_runuser()), "-u", "postgres", "--"]
         owner = pwd.getpwnam("postgres")
         for path in (folder, pw_file):
             os.chown(path, owner.pw_uid, owner.pw_gid)
@@ -134,7 +140,7 @@ def postgres_url() -> Iterator[str]:
         glob.glob("/usr/lib/postgresql/*/bin/initdb"),
         key=lambda path: int(Path(path).parts[-3]) if Path(path).parts[-3].isdigit() else 0,
     )
-    if initdb:
+    if initdb and (os.geteuid() != 0 or _runuser()):
         with _debian_cluster(Path(initdb[-1]).parent) as url:
             yield url
         return
