@@ -46,7 +46,9 @@ COMMANDS: dict[str, Command] = {
         "run the paper's setups on FRAMES questions into a run folder",
         exit_at_once=True,
     ),
-    "compile": Command("compile", "tune the multi-step program for quality and cost; test it once"),
+    "compile": Command(
+        "compile", "tune the multi-step program or agent for quality and cost; test once"
+    ),
     "compare": Command("compare", "pair two run folders question by question: a gain, or noise?"),
     "report": Command("report", "write the self-contained report.html of a run folder (or two)"),
     "judge": Command("judge", "check the autorater against hand-labelled items (validate)"),
