@@ -238,7 +238,7 @@ def test_record_fields_are_read_as_attributes_outside_records_py():
         record_fields(),
         importing=_RECORD_MODULES,
         receivers_not=NOT_RECORDS,
-        owner=REPO / "frames_dspy" / "records.py",
+        owner=REPO / "frames_dspy" / "results" / "records.py",
     )
     assert not offences, (
         "read record fields as attributes (record.correct), or, if the receiver is not a "
