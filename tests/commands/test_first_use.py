@@ -245,7 +245,9 @@ def test_ctrl_c_during_the_first_fetch_keeps_what_came_and_a_rerun_resumes(tmp_p
     dataset.write_text("id,Prompt,Answer,wikipedia_link_1,reasoning_types\n" + "\n".join(rows))
     env = {k: v for k, v in os.environ.items() if k != "FRAMES_DATA_DIR" and "proxy" not in k}
     monkeypatch.setenv("FRAMES_DSPY_CACHE", str(tmp_path / "cache"))
+    # A run that hangs prints every thread's stack when _ended aborts it.
     env.update(FRAMES_DSPY_CACHE=str(tmp_path / "cache"), PYTHONPATH=str(REPO))
+    env.update(PYTHONFAULTHANDLER="1")
     with MediaWiki(lifetime=60) as wiki:
         for n in range(40):
             wiki.add(f"Page {n}", f"text {n}")
@@ -270,7 +272,7 @@ def test_ctrl_c_during_the_first_fetch_keeps_what_came_and_a_rerun_resumes(tmp_p
                 assert time.monotonic() < deadline
                 time.sleep(0.02)
             process.send_signal(signal.SIGINT)
-            _, err = process.communicate(timeout=120)
+            _, err = _ended(process, within=120)
             assert process.returncode == 130, err
             assert f"fetch interrupted: the articles fetched so far are kept in {folder}" in err
             assert err.rstrip().endswith("interrupted before any question ran")
@@ -279,6 +281,18 @@ def test_ctrl_c_during_the_first_fetch_keeps_what_came_and_a_rerun_resumes(tmp_p
         kept_first = int(seen[1])
         assert seen[0] == "0" and kept_first >= 3
         assert not (tmp_path / "run").exists()
+
+
+def _ended(process: subprocess.Popen, *, within: float) -> tuple[str, str]:
+    """``communicate`` with a guard against a hang; a run that does not end is aborted so its
+    faulthandler prints every thread's stack (``PYTHONFAULTHANDLER`` in its environment), and
+    the failure shows where it hung."""
+    try:
+        return process.communicate(timeout=within)
+    except subprocess.TimeoutExpired:
+        process.send_signal(signal.SIGABRT)
+        _, err = process.communicate(timeout=30)
+        pytest.fail(f"the interrupted run did not end within {within:g} s; its stderr:\n{err}")
 
 
 def _articles_in(folder: Path) -> list[Path]:
