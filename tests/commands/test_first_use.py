@@ -265,7 +265,9 @@ def test_ctrl_c_during_the_first_fetch_keeps_what_came_and_a_rerun_resumes(tmp_p
         ]
         seen = []
         for _ in range(2):
-            process = subprocess.Popen(command, env=env, stderr=subprocess.PIPE, text=True)
+            process = subprocess.Popen(
+                command, env=env, stderr=subprocess.PIPE, text=True, preexec_fn=_ctrl_c_heard
+            )
             deadline = time.monotonic() + 120  # a guard against a hang, not a speed limit
             # Articles written; a hidden ".….tmp.json" is a write in flight, not yet kept.
             while len(_articles_in(folder)) < 3 + len(seen) * 3:
@@ -281,6 +283,13 @@ def test_ctrl_c_during_the_first_fetch_keeps_what_came_and_a_rerun_resumes(tmp_p
         kept_first = int(seen[1])
         assert seen[0] == "0" and kept_first >= 3
         assert not (tmp_path / "run").exists()
+
+
+def _ctrl_c_heard() -> None:
+    """Ctrl-C acts in the child as at a terminal. A suite started in the background (``nohup
+    pytest &``) passes SIGINT on ignored, and Python then never raises KeyboardInterrupt: the
+    signal was lost and the run went on to its questions."""
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
 
 
 def _ended(process: subprocess.Popen, *, within: float) -> tuple[str, str]:
