@@ -95,6 +95,12 @@ def article_source(
     )
 
 
+def _snapshot_aliases(wiki_api: str | None = None) -> Path | None:
+    """The link table a snapshot resolves redirected gold links with when none is given:
+    ``FRAMES_DATA_DIR``'s, else the one a first run wrote beside the articles it fetched."""
+    return data_file("aliases") or fetched_aliases(wiki_api)
+
+
 def _snapshot_source(settings: ModelDataSettings) -> ArticleSource:
     """A Wikipedia snapshot's source: searched with its on-disk tantivy index (a ``rank-bm25``
     asked for is refused), with no distractors (the snapshot has them all)."""
@@ -110,7 +116,7 @@ def _snapshot_source(settings: ModelDataSettings) -> ArticleSource:
         )
     snapshot = parse_snapshot(settings.corpus)
     aliases = settings.aliases
-    if aliases is None and (found := data_file("aliases") or fetched_aliases(settings.wiki_api)):
+    if aliases is None and (found := _snapshot_aliases(settings.wiki_api)):
         aliases = str(found)
     return ArticleSource(
         corpus=snapshot.name,
@@ -146,7 +152,7 @@ def open_store(
     """
     if is_snapshot(str(corpus)):
         snapshot = parse_snapshot(str(corpus))
-        aliases = aliases or data_file("aliases") or fetched_aliases()
+        aliases = aliases or _snapshot_aliases()
         return open_snapshot(snapshot, aliases=aliases, progress=True, say=say)
     path = Path(corpus)
     return load_corpus(path, aliases=aliases or default_aliases(path))
