@@ -48,6 +48,11 @@ class LMCallError(RuntimeError):
 RETRYABLE = (LMRateLimitError, LMServerError, LMTransportError, LMTimeoutError)
 
 
+#: Said after the environment variable a missing or refused key names: the command lines
+#: have no key option, so a key given in code is the only other way.
+KEY_FROM_PYTHON = "from Python, make_lm(..., api_key=...) also takes one"
+
+
 def _target(lm: Any) -> str:
     api_base = lm.kwargs.get("api_base")
     return f"the server at {api_base}" if api_base else f"the {lm.model.split('/')[0]} API"
@@ -76,7 +81,7 @@ def classify(lm: Any, exc: LMError, *, attempts: int = 1) -> LMSetupError | LMCa
             f"check {' or '.join(keys)} in the environment"
             if keys
             else "check the provider's API-key environment variable"
-        ) + " (from Python, make_lm(..., api_key=...) also takes one)"
+        ) + f" ({KEY_FROM_PYTHON})"
         return LMSetupError(f"{target} rejected the credentials for {lm.model!r} ({exc}); {where}")
     if isinstance(exc, LMBillingError):
         return LMSetupError(f"{target} refused {lm.model!r} for billing reasons ({exc})")

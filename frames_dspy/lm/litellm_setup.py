@@ -12,7 +12,7 @@ import os
 import socket
 import urllib.parse
 
-from frames_dspy.lm.errors import LMSetupError
+from frames_dspy.lm.errors import KEY_FROM_PYTHON, LMSetupError
 
 logger = logging.getLogger(__name__)
 
@@ -81,5 +81,5 @@ def _resolve_api_key(model: str, api_key: str | None, api_base: str | None) -> s
         return _PLACEHOLDER_KEY
     raise LMSetupError(
         f"{model!r} needs an API key: set {' or '.join(missing)} in the environment "
-        "(from Python, make_lm(..., api_key=...) also takes one)"
+        f"({KEY_FROM_PYTHON})"
     )
